@@ -1,0 +1,230 @@
+#include "core/engine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/decide.h"
+#include "core/engine_internal.h"
+
+namespace ibbcast {
+
+Engine::Engine(const EngineConfig& cfg, const EngineIdentity& id) : cfg_(cfg), id_(id) {
+  children_.reserve(std::max<uint32_t>(id_.size, 8));
+}
+
+Engine::~Engine() = default;
+
+std::shared_ptr<const FiboTree> Engine::fibo_tree() {
+  if (!fibo_) fibo_ = std::make_shared<const FiboTree>(id_.size, cfg_.fibo_s, cfg_.fibo_r);
+  return fibo_;
+}
+
+Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos now) {
+  if (root >= id_.size) {
+    return make_error(Errc::kInvalidArgument, "root " + std::to_string(root) +
+                                                  " is not a rank of this group of " +
+                                                  std::to_string(id_.size));
+  }
+  if (buffer.size() > kMaxMessageSize) {
+    return make_error(Errc::kInvalidArgument, "message larger than 1 TiB");
+  }
+  if (!group_error_.is_ok()) return group_error_;
+
+  const Algorithm algo = decide_algorithm(cfg_, id_.size, buffer.size(), id_.multicast_ok);
+  ScheduleParams sp;
+  sp.algorithm = algo;
+  sp.size = id_.size;
+  sp.root = root;
+  sp.fragments = fragment_count(buffer.size(), id_.fragment_size);
+  sp.knomial_radix = cfg_.knomial_radix;
+  sp.fibo_s = cfg_.fibo_s;
+  sp.fibo_r = cfg_.fibo_r;
+  auto op_ptr =
+      std::make_unique<Op>(next_op_++, sp, algo == Algorithm::kFiboTree ? fibo_tree() : nullptr);
+  Op& op = *op_ptr;
+  op.root = root;
+  op.is_root = root == id_.rank;
+  op.algorithm = algo;
+  op.buffer = buffer;
+  op.frags = sp.fragments;
+  op.last_progress = now;
+  ops_.push_back(std::move(op_ptr));
+  if (buffer.empty()) {
+    // n = 0 is a no-op on every rank, so it consumes no broadcast id.
+    op.done = true;
+    return op.id;
+  }
+  op.bid = next_bid_++;
+  ++stats_.broadcasts[static_cast<std::size_t>(algo)];
+  if (op.is_root) {
+    op.owned_count = op.frags;
+    op.release_at = now + (algo == Algorithm::kTwoStage ? cfg_.root_delay : Nanos(0));
+    if (op.release_at <= now) start_root(op, now);
+  } else {
+    op.owned.assign((op.frags + 63) / 64, 0);
+    // Frames that arrived before this call (the intermediate phase) count now.
+    std::vector<Early> mine;
+    auto it = std::stable_partition(early_.begin(), early_.end(),
+                                    [&](const Early& e) { return e.header.bid != op.bid; });
+    std::move(it, early_.end(), std::back_inserter(mine));
+    early_.erase(it, early_.end());
+    for (const Early& e : mine) {
+      if (!e.reliable) --early_multicast_;
+      Frame f{e.header, e.payload};
+      if (!op.done) deliver(op, f, e.reliable, now);
+    }
+  }
+  maybe_complete(op, now);
+  return op.id;
+}
+
+void Engine::on_datagram(std::span<const std::byte> bytes, Nanos now) {
+  ++stats_.datagrams_received;
+  Frame f;
+  Reject why{};
+  if (!decode_frame(bytes, &f, &why)) {
+    ++stats_.rejected[static_cast<std::size_t>(why)];
+    return;
+  }
+  if ((f.header.flags & kFlagReliable) != 0) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadFlags)];
+    return;
+  }
+  handle(f, false, 0, now);
+}
+
+void Engine::on_message(uint32_t from, std::span<const std::byte> bytes, Nanos now) {
+  ++stats_.messages_received;
+  Frame f;
+  Reject why{};
+  if (!decode_frame(bytes, &f, &why)) {
+    ++stats_.rejected[static_cast<std::size_t>(why)];
+    return;
+  }
+  if ((f.header.flags & kFlagReliable) == 0 || from >= id_.size) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadFlags)];
+    return;
+  }
+  handle(f, true, from, now);
+}
+
+void Engine::handle(const Frame& f, bool reliable, uint32_t from, Nanos now) {
+  const FrameHeader& h = f.header;
+  if (h.session != id_.session) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kForeignSession)];
+    return;
+  }
+  if (h.root >= id_.size) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadRoot)];
+    return;
+  }
+  if (!reliable && h.root == id_.rank) {
+    // Our own multicast looped back: NICs and kernels disagree on whether the
+    // sender sees it, so it is filtered here rather than by socket options.
+    ++stats_.datagrams_self;
+    return;
+  }
+  if (Op* op = find_bid(h.bid)) {
+    deliver(*op, f, reliable, now);
+    return;
+  }
+  if (bid_before(h.bid, next_bid_)) {
+    if (reliable) {
+      ++stats_.messages_late;
+    } else {
+      ++stats_.rejected[static_cast<std::size_t>(Reject::kStale)];
+    }
+    return;
+  }
+  stash_early(f, reliable, from);
+}
+
+void Engine::stash_early(const Frame& f, bool reliable, uint32_t from) {
+  if (f.header.bid - next_bid_ >= kEarlyWindow) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kTooEarly)];
+    return;
+  }
+  // Reliable frames are never dropped: nobody would send them again. Multicast
+  // ones may be, stage 2 repairs them.
+  if (!reliable && early_multicast_ >= cfg_.early_datagrams) {
+    ++stats_.early_dropped;
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kTooEarly)];
+    return;
+  }
+  if (!reliable) ++early_multicast_;
+  ++stats_.early_buffered;
+  early_.push_back(Early{f.header, reliable, from, {f.payload.begin(), f.payload.end()}});
+}
+
+void Engine::deliver(Op& op, const Frame& f, bool reliable, Nanos now) {
+  const FrameHeader& h = f.header;
+  if (h.root != op.root || h.total_len != op.buffer.size() ||
+      h.fragment_size != id_.fragment_size || h.algorithm != static_cast<uint8_t>(op.algorithm)) {
+    if (reliable && !op.done) {
+      fail(op, make_error(Errc::kMismatch,
+                          "broadcast " + std::to_string(op.bid) + ": a peer sent root " +
+                              std::to_string(h.root) + ", " + std::to_string(h.total_len) +
+                              " bytes, " + std::string(algorithm_name(Algorithm(h.algorithm))) +
+                              "; this rank called root " + std::to_string(op.root) + ", " +
+                              std::to_string(op.buffer.size()) + " bytes, " +
+                              std::string(algorithm_name(op.algorithm)) +
+                              " (all ranks must pass the same root, size and config)"));
+    } else {
+      ++stats_.rejected[static_cast<std::size_t>(Reject::kMismatch)];
+    }
+    return;
+  }
+  if (op.done) {
+    ++(reliable ? stats_.messages_late : stats_.datagrams_duplicate);
+    return;
+  }
+  if (op.owns(h.frag_index)) {
+    ++(reliable ? stats_.messages_duplicate : stats_.datagrams_duplicate);
+    return;
+  }
+  std::memcpy(op.buffer.data() + uint64_t{h.frag_index} * id_.fragment_size, f.payload.data(),
+              f.payload.size());
+  op.mark(h.frag_index);
+  op.last_progress = now;
+  ++stats_.copies;
+  stats_.bytes_delivered += f.payload.size();
+  if (!reliable) {
+    ++stats_.datagrams_useful;
+  } else if (op.algorithm == Algorithm::kTwoStage) {
+    ++stats_.fragments_repaired;
+  }
+  on_owned(op, h.frag_index, now);
+  maybe_complete(op, now);
+}
+
+void Engine::on_owned(Op& op, uint32_t frag, Nanos /*now*/) {
+  if (op.schedule.pipelined()) {
+    op.schedule.children(id_.rank, frag, children_);
+    for (uint32_t c : children_)
+      push_job(op, Action::Kind::kReliable, c, frag, frag + 1);
+  } else if (op.owned_count == op.frags) {
+    op.schedule.children(id_.rank, 0, children_);
+    for (uint32_t c : children_)
+      push_job(op, Action::Kind::kReliable, c, 0, op.frags);
+  }
+}
+
+void Engine::start_root(Op& op, Nanos now) {
+  op.started = true;
+  op.last_progress = now;
+  if (op.schedule.uses_multicast()) {
+    // Stage 1 first, then stage 2 from the root to its successor.
+    push_job(op, Action::Kind::kMulticast, 0, 0, op.frags);
+    op.schedule.children(id_.rank, 0, children_);
+    for (uint32_t c : children_)
+      push_job(op, Action::Kind::kReliable, c, 0, op.frags);
+  } else if (op.schedule.pipelined()) {
+    for (uint32_t f = 0; f < op.frags; ++f)
+      on_owned(op, f, now);
+  } else {
+    on_owned(op, 0, now);
+  }
+}
+
+}  // namespace ibbcast

@@ -1,0 +1,131 @@
+#pragma once
+// The protocol engine: a sans-I/O state machine for one group on one rank.
+// Events go in (user post, multicast datagram, reliable message, send
+// completion, peer failure, tick); actions come out (send a multicast
+// datagram, send a reliable message) and operations complete. It owns no
+// socket, thread or clock, so every protocol test is an event sequence and
+// every backend drives the same code.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/algorithm.h"
+#include "core/engine_config.h"
+#include "core/schedule.h"
+#include "core/stats.h"
+#include "core/status.h"
+#include "core/units.h"
+#include "core/wire.h"
+
+namespace ibbcast {
+
+struct EngineIdentity {
+  uint32_t rank = 0;
+  uint32_t size = 1;
+  uint64_t session = 0;           ///< the group's 64-bit random session id
+  uint32_t fragment_size = 4096;  ///< resolved payload size (same on every rank)
+  bool multicast_ok = false;      ///< every rank joined the group address
+};
+
+/// One frame to send. The three parts are sent as one datagram/message;
+/// `payload` points into the user's buffer (zero copy) and stays valid until
+/// the operation completes.
+struct Action {
+  enum class Kind : uint8_t { kMulticast, kReliable };
+  Kind kind = Kind::kReliable;
+  uint32_t peer = 0;  ///< destination rank of a reliable frame
+  uint64_t op = 0;    ///< for on_send_complete when the transport completes later
+  std::span<const std::byte> header;
+  std::span<const std::byte> payload;
+  std::span<const std::byte> trailer;
+  std::size_t size() const { return header.size() + payload.size() + trailer.size(); }
+};
+
+enum class OpState : uint8_t { kPending, kDone, kFailed, kUnknown };
+
+class Engine {
+ public:
+  Engine(const EngineConfig& cfg, const EngineIdentity& id);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Starts this rank's part of the next broadcast of the group (collective:
+  /// every rank posts the same root and length in the same order). `buffer`
+  /// is the source on the root and the destination elsewhere; it must stay
+  /// valid and untouched until the op completes. Returns the op id.
+  /// kInvalidArgument for a bad root or size; kPeerFailed once the group failed.
+  Result<uint64_t> post(uint32_t root, std::span<std::byte> buffer, Nanos now);
+
+  /// A multicast datagram arrived (any bytes: it is validated here).
+  void on_datagram(std::span<const std::byte> bytes, Nanos now);
+  /// A reliable message arrived from `from`.
+  void on_message(uint32_t from, std::span<const std::byte> bytes, Nanos now);
+  /// A send the driver popped with completed=false has finished.
+  void on_send_complete(uint64_t op, Nanos now);
+  /// A peer is dead or unreachable: every pending op fails, later posts fail.
+  void on_peer_failed(uint32_t peer, const std::string& why, Nanos now);
+  /// Time passes: root_delay expiries and timeouts.
+  void on_tick(Nanos now);
+
+  /// The next frame to send, or nullptr. Valid until pop_action or the next event.
+  const Action* front_action();
+  /// The front action was handed to the transport. completed=false means the
+  /// transport will report on_send_complete(op) later.
+  void pop_action(bool completed, Nanos now);
+
+  OpState state(uint64_t op, Status* status = nullptr) const;
+  /// Forgets a finished op (its id is no longer known).
+  void release(uint64_t op);
+  /// Earliest time on_tick has work to do, or Nanos::max().
+  Nanos next_deadline() const;
+  /// Algorithm the op runs (kAuto for unknown/empty ops).
+  Algorithm op_algorithm(uint64_t op) const;
+
+  /// ok while the group is usable; kPeerFailed once a peer is known dead.
+  const Status& group_status() const { return group_error_; }
+  const GroupStats& stats() const { return stats_; }
+  const EngineIdentity& identity() const { return id_; }
+  const EngineConfig& config() const { return cfg_; }
+
+ private:
+  struct Op;
+  struct Job;
+  struct Early;
+
+  void handle(const Frame& f, bool reliable, uint32_t from, Nanos now);
+  void deliver(Op& op, const Frame& f, bool reliable, Nanos now);
+  void on_owned(Op& op, uint32_t frag, Nanos now);
+  void start_root(Op& op, Nanos now);
+  void push_job(Op& op, Action::Kind kind, uint32_t peer, uint32_t begin, uint32_t end);
+  void fail(Op& op, Status st);
+  void maybe_complete(Op& op, Nanos now);
+  void stash_early(const Frame& f, bool reliable, uint32_t from);
+  Op* find_bid(uint32_t bid);
+  Op* find_op(uint64_t id);
+  const Op* find_op(uint64_t id) const;
+  std::shared_ptr<const FiboTree> fibo_tree();
+
+  EngineConfig cfg_;
+  EngineIdentity id_;
+  GroupStats stats_;
+  std::deque<std::unique_ptr<Op>> ops_;  // in post order
+  std::deque<Job> jobs_;                 // sends not yet handed to the transport
+  std::vector<Early> early_;             // frames of broadcasts not yet posted
+  uint32_t early_multicast_ = 0;         // multicast frames among early_
+  std::vector<uint32_t> children_;       // scratch, reserved once
+  std::shared_ptr<const FiboTree> fibo_;
+  uint64_t next_op_ = 1;
+  uint32_t next_bid_ = 1;
+  Status group_error_;
+  Action action_;
+  bool action_ready_ = false;
+  std::array<std::byte, kHeaderSize> action_header_{};
+  std::array<std::byte, kCrcSize> action_trailer_{};
+};
+
+}  // namespace ibbcast

@@ -1,0 +1,38 @@
+#pragma once
+// The engine layer's knobs: the thesis's parameters (crossover_nodes,
+// crossover_size, fragment_size, root_delay, checksum, print_statistics) plus
+// what a production library needs (timeout, early-datagram bound, tree radix).
+
+#include <cstdint>
+#include <span>
+
+#include "core/algorithm.h"
+#include "core/config.h"
+#include "core/units.h"
+
+namespace ibbcast {
+
+struct EngineConfig {
+  Algorithm algorithm = Algorithm::kAuto;
+  bool multicast = true;              ///< "priority/enable" of the thesis
+  uint32_t crossover_nodes = 4;       ///< below this group size: linear
+  uint64_t crossover_size = 1 << 20;  ///< above this size: fragmented chain
+  uint32_t fragment_size = 0;         ///< payload bytes per fragment; 0 = transport's maximum
+  Duration root_delay{0};             ///< root waits this long before stage 1
+  bool checksum = true;               ///< CRC32C trailer on multicast datagrams
+  bool print_statistics = false;      ///< print per-group statistics at teardown
+  Duration timeout = std::chrono::seconds(10);  ///< no progress for this long → kTimedOut
+  uint32_t early_datagrams = 4096;  ///< bound on buffered multicast datagrams of future bcasts
+  uint32_t knomial_radix = 4;
+  uint32_t fibo_s = 1;  ///< Fibo-tree send cost (model units)
+  uint32_t fibo_r = 3;  ///< Fibo-tree receive cost (model units)
+};
+
+/// The table: names, defaults, docs, parsers (docs/config.md is generated from it).
+std::span<const ConfigField<EngineConfig>> engine_config_table();
+
+/// The smallest and largest fragment payload the wire format allows.
+inline constexpr uint32_t kMinFragmentSize = 256;
+inline constexpr uint32_t kMaxFragmentSize = 65000;
+
+}  // namespace ibbcast

@@ -1,0 +1,61 @@
+#pragma once
+// Engine state shared by engine.cc (events) and engine_send.cc (actions).
+// Not a public header.
+
+#include <vector>
+
+#include "core/engine.h"
+
+namespace ibbcast {
+
+struct Engine::Op {
+  Op(uint64_t op_id, const ScheduleParams& sp, std::shared_ptr<const FiboTree> fibo)
+      : id(op_id), schedule(sp, std::move(fibo)) {}
+
+  uint64_t id;
+  uint32_t bid = 0;
+  uint32_t root = 0;
+  bool is_root = false;
+  Algorithm algorithm = Algorithm::kAuto;
+  std::span<std::byte> buffer;
+  uint32_t frags = 0;
+  uint32_t owned_count = 0;
+  std::vector<uint64_t> owned;  // bitmap, receivers only
+  Schedule schedule;
+  uint32_t queued_jobs = 0;  // entries of jobs_ that belong to this op
+  uint32_t inflight = 0;     // sends popped but not completed
+  bool started = false;      // root: sends queued (after root_delay)
+  Nanos release_at{0};       // root: when stage 1 may start
+  Nanos last_progress{0};
+  bool done = false;
+  bool failed = false;
+  Status status;
+
+  bool owns(uint32_t f) const { return is_root || ((owned[f >> 6] >> (f & 63)) & 1) != 0; }
+  void mark(uint32_t f) {
+    owned[f >> 6] |= uint64_t{1} << (f & 63);
+    ++owned_count;
+  }
+};
+
+// A run of fragments [next, end) of one op to one destination.
+struct Engine::Job {
+  uint64_t op;
+  Action::Kind kind;
+  uint32_t peer;
+  uint32_t next;
+  uint32_t end;
+};
+
+// A frame for a broadcast this rank has not posted yet.
+struct Engine::Early {
+  FrameHeader header;
+  bool reliable;
+  uint32_t from;
+  std::vector<std::byte> payload;
+};
+
+// How far ahead of this rank a frame's broadcast may be and still be kept.
+inline constexpr uint32_t kEarlyWindow = 1u << 20;
+
+}  // namespace ibbcast

@@ -1,0 +1,193 @@
+// The engine's output side: the job queue, actions, completion, failure and time.
+#include <algorithm>
+#include <string>
+
+#include "core/engine.h"
+#include "core/engine_internal.h"
+#include "core/units.h"
+
+namespace ibbcast {
+
+void Engine::push_job(Op& op, Action::Kind kind, uint32_t peer, uint32_t begin, uint32_t end) {
+  if (begin >= end) return;
+  // Consecutive fragments to the same peer share one job, so the root's
+  // pipelined start and a store-and-forward child cost O(1) queue entries.
+  if (!jobs_.empty()) {
+    Job& last = jobs_.back();
+    if (last.op == op.id && last.kind == kind && last.peer == peer && last.end == begin) {
+      last.end = end;
+      return;
+    }
+  }
+  jobs_.push_back(Job{op.id, kind, peer, begin, end});
+  ++op.queued_jobs;
+}
+
+const Action* Engine::front_action() {
+  while (!jobs_.empty()) {
+    Job& j = jobs_.front();
+    Op* op = find_op(j.op);
+    if (op == nullptr) {
+      jobs_.pop_front();
+      action_ready_ = false;
+      continue;
+    }
+    if (action_ready_) return &action_;
+    const bool mcast = j.kind == Action::Kind::kMulticast;
+    FrameHeader h;
+    h.flags = mcast ? (cfg_.checksum ? kFlagCrc : 0) : kFlagReliable;
+    h.algorithm = static_cast<uint8_t>(op->algorithm);
+    h.session = id_.session;
+    h.bid = op->bid;
+    h.root = op->root;
+    h.frag_index = j.next;
+    h.frag_count = op->frags;
+    h.total_len = op->buffer.size();
+    h.fragment_size = id_.fragment_size;
+    h.payload_len = fragment_length(h.total_len, h.fragment_size, j.next);
+    encode_header(h, action_header_);
+    action_.kind = j.kind;
+    action_.peer = j.peer;
+    action_.op = op->id;
+    action_.header = action_header_;
+    action_.payload = op->buffer.subspan(uint64_t{j.next} * id_.fragment_size, h.payload_len);
+    action_.trailer = {};
+    if ((h.flags & kFlagCrc) != 0) {
+      uint32_t crc = frame_crc(action_header_, action_.payload);
+      for (std::size_t i = 0; i < kCrcSize; ++i) {
+        action_trailer_[i] = static_cast<std::byte>((crc >> (8 * i)) & 0xff);
+      }
+      action_.trailer = action_trailer_;
+    }
+    action_ready_ = true;
+    return &action_;
+  }
+  return nullptr;
+}
+
+void Engine::pop_action(bool completed, Nanos now) {
+  if (!action_ready_ || jobs_.empty()) return;
+  action_ready_ = false;
+  Job& j = jobs_.front();
+  Op* op = find_op(j.op);
+  ++(j.kind == Action::Kind::kMulticast ? stats_.datagrams_sent : stats_.messages_sent);
+  if (++j.next == j.end) {
+    jobs_.pop_front();
+    if (op != nullptr) --op->queued_jobs;
+  }
+  if (op == nullptr) return;
+  if (!completed) ++op->inflight;
+  op->last_progress = now;
+  maybe_complete(*op, now);
+}
+
+void Engine::on_send_complete(uint64_t id, Nanos now) {
+  Op* op = find_op(id);
+  if (op == nullptr || op->inflight == 0) return;
+  --op->inflight;
+  op->last_progress = now;
+  maybe_complete(*op, now);
+}
+
+void Engine::maybe_complete(Op& op, Nanos now) {
+  (void)now;
+  if (op.done || op.owned_count != op.frags || op.queued_jobs != 0 || op.inflight != 0) return;
+  if (op.is_root && !op.started && op.frags != 0) return;
+  op.done = true;
+  op.owned.clear();
+  op.owned.shrink_to_fit();
+}
+
+void Engine::fail(Op& op, Status st) {
+  if (op.done) return;
+  op.done = true;
+  op.failed = true;
+  op.status = std::move(st);
+  ++stats_.errors;
+  // Its queued sends go now; sends already handed to the transport may still
+  // read the buffer until they complete.
+  if (!jobs_.empty() && jobs_.front().op == op.id) action_ready_ = false;
+  std::erase_if(jobs_, [&](const Job& j) { return j.op == op.id; });
+  op.queued_jobs = 0;
+}
+
+void Engine::on_peer_failed(uint32_t peer, const std::string& why, Nanos /*now*/) {
+  if (group_error_.is_ok()) {
+    group_error_ = make_error(Errc::kPeerFailed, "rank " + std::to_string(peer) + " failed" +
+                                                     (why.empty() ? "" : ": " + why));
+  }
+  for (auto& op : ops_)
+    fail(*op, group_error_);
+}
+
+void Engine::on_tick(Nanos now) {
+  for (auto& p : ops_) {
+    Op& op = *p;
+    if (op.done) continue;
+    if (op.is_root && !op.started && now >= op.release_at) {
+      start_root(op, now);
+      continue;
+    }
+    if (now - op.last_progress >= cfg_.timeout) {
+      fail(op, make_error(Errc::kTimedOut,
+                          "broadcast " + std::to_string(op.bid) + " (root " +
+                              std::to_string(op.root) + ", " + std::to_string(op.buffer.size()) +
+                              " bytes, " + std::string(algorithm_name(op.algorithm)) +
+                              "): no progress for " + format_duration(cfg_.timeout) + ", owned " +
+                              std::to_string(op.owned_count) + "/" + std::to_string(op.frags) +
+                              " fragments — a peer is dead, partitioned or not calling"));
+    }
+  }
+}
+
+Nanos Engine::next_deadline() const {
+  Nanos t = Nanos::max();
+  for (const auto& p : ops_) {
+    if (p->done) continue;
+    if (p->is_root && !p->started) t = std::min(t, p->release_at);
+    t = std::min(t, p->last_progress + cfg_.timeout);
+  }
+  return t;
+}
+
+OpState Engine::state(uint64_t id, Status* status) const {
+  const Op* op = find_op(id);
+  if (op == nullptr) return OpState::kUnknown;
+  if (status != nullptr) *status = op->status;
+  if (!op->done) return OpState::kPending;
+  return op->failed ? OpState::kFailed : OpState::kDone;
+}
+
+Algorithm Engine::op_algorithm(uint64_t id) const {
+  const Op* op = find_op(id);
+  return op == nullptr || op->frags == 0 ? Algorithm::kAuto : op->algorithm;
+}
+
+void Engine::release(uint64_t id) {
+  auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p->id == id; });
+  if (it == ops_.end() || !(*it)->done) return;
+  ops_.erase(it);
+}
+
+Engine::Op* Engine::find_bid(uint32_t bid) {
+  for (auto& p : ops_) {
+    if (p->frags != 0 && p->bid == bid) return p.get();
+  }
+  return nullptr;
+}
+
+Engine::Op* Engine::find_op(uint64_t id) {
+  for (auto& p : ops_) {
+    if (p->id == id) return p.get();
+  }
+  return nullptr;
+}
+
+const Engine::Op* Engine::find_op(uint64_t id) const {
+  for (const auto& p : ops_) {
+    if (p->id == id) return p.get();
+  }
+  return nullptr;
+}
+
+}  // namespace ibbcast

@@ -1,0 +1,155 @@
+#include "core/group.h"
+
+#include <poll.h>
+
+#include <array>
+#include <chrono>
+#include <thread>
+
+#include "core/log.h"
+
+namespace ibbcast {
+
+Nanos monotonic_now() {
+  return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+Group::~Group() {
+  if (print_statistics_ && engine_) {
+    log_info("group rank " + std::to_string(rank()) + "/" + std::to_string(size()) +
+             " statistics\n" + engine_->stats().to_string());
+  }
+}
+
+Status Group::bcast(uint32_t root, void* buffer, std::size_t n) {
+  auto req = ibcast(root, buffer, n);
+  if (!req) return req.status();
+  return wait(*req);
+}
+
+Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
+  if (buffer == nullptr && n != 0) {
+    return make_error(Errc::kInvalidArgument, "null buffer with a non-zero size");
+  }
+  // Poll first so a failure notice already delivered is seen before posting.
+  IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
+  auto span = std::span<std::byte>(static_cast<std::byte*>(buffer), n);
+  return engine_->post(root, span, monotonic_now());
+}
+
+Result<bool> Group::test(uint64_t request) {
+  IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
+  Status st;
+  switch (engine_->state(request, &st)) {
+    case OpState::kPending:
+      return false;
+    case OpState::kDone:
+      engine_->release(request);
+      return true;
+    case OpState::kFailed:
+      engine_->release(request);
+      return st;
+    case OpState::kUnknown:
+      break;
+  }
+  return make_error(Errc::kInvalidArgument, "unknown request " + std::to_string(request));
+}
+
+Status Group::wait(uint64_t request) {
+  for (;;) {
+    auto r = test(request);
+    if (!r) return r.status();
+    if (*r) return Status::ok();
+    Nanos now = monotonic_now();
+    Nanos until = engine_->next_deadline();
+    Nanos max_wait = until > now ? until - now : Nanos(0);
+    // Cap the sleep so a lost wake-up costs milliseconds, not the timeout.
+    max_wait = std::min<Nanos>(max_wait, std::chrono::milliseconds(50));
+    IBBCAST_RETURN_IF_ERROR(progress(true, max_wait));
+  }
+}
+
+Status Group::progress(bool block, Nanos max_wait) {
+  Nanos now = monotonic_now();
+  bool busy = pump_receives(now);
+  busy |= pump_sends(now);
+  engine_->on_tick(monotonic_now());
+  busy |= pump_sends(monotonic_now());
+  if (!busy && block && max_wait > Nanos(0)) sleep_until_event(max_wait);
+  return Status::ok();
+}
+
+bool Group::pump_sends(Nanos now) {
+  bool did = false;
+  // Bounded per call so receives are not starved by a long root send.
+  for (int budget = 256; budget > 0; --budget) {
+    const Action* a = engine_->front_action();
+    if (a == nullptr) break;
+    Gather g{{a->header, a->payload, a->trailer}};
+    if (a->kind == Action::Kind::kMulticast) {
+      Status st = mcast_ ? mcast_->send(g) : make_error(Errc::kInternal, "no multicast channel");
+      if (st.code() == Errc::kAgain) break;
+      if (!st && !logged_send_error_) {
+        // A failed datagram is a lost datagram: stage 2 repairs it.
+        logged_send_error_ = true;
+        log_warning("multicast send failed (" + st.to_string() + "); relying on stage 2");
+      }
+      engine_->pop_action(true, now);
+    } else {
+      auto r = p2p_->send(a->peer, g, a->op);
+      if (!r && r.status().code() == Errc::kAgain) break;
+      if (!r) {
+        uint32_t peer = a->peer;
+        engine_->on_peer_failed(peer, r.status().to_string(), now);
+        continue;
+      }
+      engine_->pop_action(*r, now);
+    }
+    did = true;
+  }
+  return did;
+}
+
+bool Group::pump_receives(Nanos now) {
+  bool did = false;
+  if (mcast_) {
+    std::array<RecvView, 32> views;
+    std::size_t n = mcast_->poll(views);
+    for (std::size_t i = 0; i < n; ++i)
+      engine_->on_datagram(views[i].bytes, now);
+    if (n != 0) mcast_->release(std::span(views.data(), n));
+    did |= n != 0;
+  }
+  std::array<P2pEvent, 32> events;
+  std::size_t n = p2p_->poll(events);
+  for (std::size_t i = 0; i < n; ++i) {
+    P2pEvent& e = events[i];
+    switch (e.kind) {
+      case P2pEvent::Kind::kMessage:
+        engine_->on_message(e.peer, e.message.bytes, now);
+        p2p_->release(e.message);
+        break;
+      case P2pEvent::Kind::kSendComplete:
+        engine_->on_send_complete(e.token, now);
+        break;
+      case P2pEvent::Kind::kPeerFailed:
+        engine_->on_peer_failed(e.peer, e.reason, now);
+        break;
+    }
+  }
+  return did || n != 0;
+}
+
+void Group::sleep_until_event(Nanos max_wait) {
+  int fd = transport_->event_fd();
+  if (fd < 0) {
+    std::this_thread::sleep_for(std::min<Nanos>(max_wait, std::chrono::microseconds(50)));
+    return;
+  }
+  if (transport_->arm().code() == Errc::kAgain) return;
+  pollfd pfd{fd, POLLIN, 0};
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(max_wait).count();
+  ::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(ms, 1)));
+}
+
+}  // namespace ibbcast

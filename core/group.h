@@ -1,0 +1,83 @@
+#pragma once
+// ibbcast::Group: the public broadcast API. It binds one Engine to one
+// transport's channels and one bootstrap, and drives them from the calling
+// thread (the library starts no threads). Waiting sleeps on the transport's
+// event fd, so many ranks on few cores do not starve each other.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/engine.h"
+#include "core/engine_config.h"
+#include "core/stats.h"
+#include "core/status.h"
+#include "core/transport.h"
+
+namespace ibbcast {
+
+class Group {
+ public:
+  /// Collective over `bootstrap`: every rank calls it with its own transport.
+  /// Rank 0 picks the session id and multicast address; every rank joins; all
+  /// agree over the bootstrap whether every join worked. If any failed, every
+  /// rank falls back to point-to-point algorithms for this group and rank 0
+  /// logs the reason once. `transport` and `bootstrap` must outlive the group.
+  static Result<std::unique_ptr<Group>> create(Transport& transport, Bootstrap& bootstrap,
+                                               const EngineConfig& config);
+  ~Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  /// Blocking broadcast of n bytes from `root` (collective, same root and n on
+  /// every rank). Returns when this rank's buffer is complete and its forwards
+  /// are done. kTimedOut / kPeerFailed when a peer is dead (never hangs).
+  Status bcast(uint32_t root, void* buffer, std::size_t n);
+
+  /// Non-blocking start; the buffer must stay untouched until test/wait says done.
+  Result<uint64_t> ibcast(uint32_t root, void* buffer, std::size_t n);
+  /// true when done (ok), false while pending, an error when it failed. A done or
+  /// failed request is forgotten after it is reported.
+  Result<bool> test(uint64_t request);
+  /// Blocks until the request is done or failed.
+  Status wait(uint64_t request);
+
+  /// Runs the engine and channels once; with `block`, sleeps on the event fd up
+  /// to `max_wait` when there was nothing to do.
+  Status progress(bool block, Nanos max_wait);
+
+  /// ok while usable; kPeerFailed once this rank knows a peer died (sticky:
+  /// every later broadcast fails at once; rebuild the group).
+  const Status& health() const { return engine_->group_status(); }
+
+  uint32_t rank() const { return engine_->identity().rank; }
+  uint32_t size() const { return engine_->identity().size; }
+  uint64_t session() const { return engine_->identity().session; }
+  uint32_t fragment_size() const { return engine_->identity().fragment_size; }
+  bool multicast_active() const { return engine_->identity().multicast_ok; }
+  /// Why multicast is off for this group ("" when it is on).
+  const std::string& fallback_reason() const { return fallback_reason_; }
+  /// Algorithm a request runs (valid until it is reported done).
+  Algorithm request_algorithm(uint64_t request) const { return engine_->op_algorithm(request); }
+  const GroupStats& stats() const { return engine_->stats(); }
+
+ private:
+  Group() = default;
+  bool pump_sends(Nanos now);
+  bool pump_receives(Nanos now);
+  void sleep_until_event(Nanos max_wait);
+
+  Transport* transport_ = nullptr;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<McastChannel> mcast_;
+  std::unique_ptr<P2pChannel> p2p_;
+  std::string fallback_reason_;
+  bool print_statistics_ = false;
+  bool logged_send_error_ = false;
+};
+
+/// Monotonic now, for drivers.
+Nanos monotonic_now();
+
+}  // namespace ibbcast

@@ -1,0 +1,124 @@
+// Group creation: session id, address and fragment size agreed over the
+// bootstrap, the multicast join, and the symmetric fallback.
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "core/group.h"
+#include "core/log.h"
+#include "core/wire.h"
+
+namespace ibbcast {
+namespace {
+
+constexpr std::size_t kAddrMax = 96;
+
+// The fixed-size record every rank contributes in the first allgather.
+struct SetupRecord {
+  uint64_t session = 0;
+  uint32_t max_fragment = 0;
+  uint32_t addr_len = 0;
+  char addr[kAddrMax] = {};
+};
+
+struct JoinRecord {
+  uint32_t ok = 0;
+  char reason[124] = {};
+};
+
+uint64_t random_u64() {
+  std::random_device rd;
+  return (uint64_t{rd()} << 32) ^ rd();
+}
+
+template <typename T>
+Status allgather_records(Bootstrap& b, const T& mine, std::vector<T>& all) {
+  all.resize(b.size());
+  return b.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bootstrap,
+                                             const EngineConfig& config) {
+  const Capabilities& caps = transport.capabilities();
+  SetupRecord mine;
+  uint64_t limit = std::min(caps.max_datagram, caps.max_message);
+  limit = limit > kFrameOverhead ? limit - kFrameOverhead : 0;
+  mine.max_fragment = static_cast<uint32_t>(std::min<uint64_t>(limit, kMaxFragmentSize));
+  if (config.fragment_size != 0) {
+    if (config.fragment_size > mine.max_fragment) {
+      return make_error(Errc::kInvalidArgument,
+                        "fragment_size " + std::to_string(config.fragment_size) + " exceeds the " +
+                            caps.name + " transport's limit of " +
+                            std::to_string(mine.max_fragment) + " bytes");
+    }
+    mine.max_fragment = config.fragment_size;
+  }
+  if (bootstrap.rank() == 0) {
+    mine.session = random_u64();
+    std::string addr = transport.choose_multicast_address(random_u64());
+    mine.addr_len = static_cast<uint32_t>(std::min(addr.size(), kAddrMax));
+    std::memcpy(mine.addr, addr.data(), mine.addr_len);
+  }
+  std::vector<SetupRecord> all;
+  IBBCAST_RETURN_IF_ERROR(allgather_records(bootstrap, mine, all));
+  EngineIdentity id;
+  id.rank = bootstrap.rank();
+  id.size = bootstrap.size();
+  id.session = all[0].session;
+  id.fragment_size = mine.max_fragment;
+  for (const auto& r : all)
+    id.fragment_size = std::min(id.fragment_size, r.max_fragment);
+  if (id.fragment_size < kMinFragmentSize) {
+    return make_error(Errc::kInvalidArgument, "transport frames too small for a fragment");
+  }
+  const std::string address(all[0].addr, all[0].addr_len);
+
+  std::unique_ptr<Group> g(new Group());
+  g->transport_ = &transport;
+  g->print_statistics_ = config.print_statistics;
+  auto p2p = transport.open_p2p();
+  if (!p2p) return p2p.status();
+  g->p2p_ = std::move(*p2p);
+
+  JoinRecord join;
+  const bool wants_multicast = config.multicast && (config.algorithm == Algorithm::kAuto ||
+                                                    config.algorithm == Algorithm::kTwoStage);
+  if (!wants_multicast) {
+    std::snprintf(join.reason, sizeof join.reason, "%s", "multicast disabled by configuration");
+  } else if (!caps.native_multicast) {
+    std::snprintf(join.reason, sizeof join.reason, "%s transport has no multicast",
+                  caps.name.c_str());
+  } else if (id.size > 1) {
+    auto ch = transport.open_multicast(address);
+    if (ch) {
+      g->mcast_ = std::move(*ch);
+      join.ok = 1;
+    } else {
+      std::snprintf(join.reason, sizeof join.reason, "%s", ch.status().to_string().c_str());
+    }
+  }
+  std::vector<JoinRecord> joins;
+  IBBCAST_RETURN_IF_ERROR(allgather_records(bootstrap, join, joins));
+  id.multicast_ok = id.size > 1;
+  for (uint32_t r = 0; r < joins.size() && id.multicast_ok; ++r) {
+    if (joins[r].ok == 0) {
+      id.multicast_ok = false;
+      joins[r].reason[sizeof joins[r].reason - 1] = '\0';
+      g->fallback_reason_ = "rank " + std::to_string(r) + ": " + joins[r].reason;
+    }
+  }
+  if (!id.multicast_ok) {
+    // Every rank leaves together, so no rank multicasts to a group others left.
+    g->mcast_.reset();
+    if (id.rank == 0 && wants_multicast && id.size > 1 && caps.native_multicast) {
+      log_warning("multicast unavailable (" + g->fallback_reason_ +
+                  "); this group uses point-to-point broadcasts");
+    }
+  }
+  g->engine_ = std::make_unique<Engine>(config, id);
+  return g;
+}
+
+}  // namespace ibbcast

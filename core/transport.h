@@ -1,0 +1,145 @@
+#pragma once
+// The interfaces every backend implements (loopback, udp, verbs, dpdk) and the
+// core drives. They carry frames as opaque bytes: no backend knows the wire
+// format and the core knows no NIC. All calls are non-blocking and made from
+// one thread per group (like a UCX worker).
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace ibbcast {
+
+/// A frame to send as up to three gathered parts (header, payload, trailer).
+struct Gather {
+  std::span<const std::byte> parts[3];
+  std::size_t size() const { return parts[0].size() + parts[1].size() + parts[2].size(); }
+};
+
+/// What a transport can do, as data the core decides with.
+struct Capabilities {
+  std::string name;                 ///< "loopback", "udp", "verbs", "dpdk"
+  uint32_t max_datagram = 0;        ///< largest multicast frame in bytes
+  uint32_t max_message = 0;         ///< largest reliable frame in bytes
+  bool native_multicast = false;    ///< open_multicast can succeed
+  bool needs_registration = false;  ///< zero-copy sends need register_memory
+  uint32_t inline_size = 0;         ///< frames up to this size are sent inline
+};
+
+/// A received frame: valid until released back to its channel.
+struct RecvView {
+  std::span<const std::byte> bytes;
+  uint32_t from = 0;    ///< sender rank where the transport knows it
+  uint64_t handle = 0;  ///< backend cookie for release
+};
+
+/// Unreliable datagrams to and from one group address.
+class McastChannel {
+ public:
+  virtual ~McastChannel() = default;
+  /// Sends one datagram to the group. kAgain is back-pressure (try later);
+  /// other errors are transport errors. Loss is silent, as on a real fabric.
+  virtual Status send(const Gather& frame) = 0;
+  /// Up to out.size() received datagrams; never blocks. Release them after use.
+  virtual std::size_t poll(std::span<RecvView> out) = 0;
+  virtual void release(std::span<const RecvView> views) = 0;
+};
+
+/// An event of the reliable channel.
+struct P2pEvent {
+  enum class Kind : uint8_t { kMessage, kSendComplete, kPeerFailed };
+  Kind kind = Kind::kMessage;
+  uint32_t peer = 0;
+  RecvView message;    ///< kMessage: release through the channel
+  uint64_t token = 0;  ///< kSendComplete: the token given to send
+  std::string reason;  ///< kPeerFailed
+};
+
+/// Reliable, ordered per peer, between the ranks of the group.
+class P2pChannel {
+ public:
+  virtual ~P2pChannel() = default;
+  /// Sends one message. Returns true when the bytes were consumed already
+  /// (the buffer may be reused), false when a kSendComplete with `token` will
+  /// follow. kAgain is back-pressure; kPeerFailed when the peer is known dead.
+  virtual Result<bool> send(uint32_t peer, const Gather& frame, uint64_t token) = 0;
+  /// Up to out.size() events; never blocks.
+  virtual std::size_t poll(std::span<P2pEvent> out) = 0;
+  virtual void release(const RecvView& view) = 0;
+};
+
+/// A registered memory range; deregisters when destroyed. Move-only.
+class MemoryRegion {
+ public:
+  MemoryRegion() = default;
+  MemoryRegion(std::span<std::byte> range, uint64_t key, std::function<void()> deregister)
+      : range_(range), key_(key), deregister_(std::move(deregister)) {}
+  MemoryRegion(MemoryRegion&& o) noexcept { swap(o); }
+  MemoryRegion& operator=(MemoryRegion&& o) noexcept {
+    MemoryRegion tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  MemoryRegion(const MemoryRegion&) = delete;
+  MemoryRegion& operator=(const MemoryRegion&) = delete;
+  ~MemoryRegion() {
+    if (deregister_) deregister_();
+  }
+  std::span<std::byte> range() const { return range_; }
+  uint64_t key() const { return key_; }
+
+ private:
+  void swap(MemoryRegion& o) noexcept {
+    std::swap(range_, o.range_);
+    std::swap(key_, o.key_);
+    std::swap(deregister_, o.deregister_);
+  }
+  std::span<std::byte> range_;
+  uint64_t key_ = 0;
+  std::function<void()> deregister_;
+};
+
+/// One rank's endpoint on a fabric.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const Capabilities& capabilities() const = 0;
+  /// Joins the multicast group named by `address` (an opaque string agreed over
+  /// the bootstrap; its syntax is the backend's). kUnsupported without multicast.
+  virtual Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) = 0;
+  /// A fresh multicast address for a new group, chosen by one rank.
+  virtual std::string choose_multicast_address(uint64_t random) = 0;
+  /// The reliable channel among the group's ranks.
+  virtual Result<std::unique_ptr<P2pChannel>> open_p2p() = 0;
+  /// Registers memory for zero-copy use. Transports without registration return
+  /// a region with key 0 and no deregistration.
+  virtual Result<MemoryRegion> register_memory(std::span<std::byte> range) {
+    return MemoryRegion(range, 0, {});
+  }
+  /// A file descriptor that becomes readable when a poll may return something,
+  /// or -1 when the transport has none (then waiting spins with short sleeps).
+  virtual int event_fd() const { return -1; }
+  /// Prepares event_fd for sleeping. kAgain when events are already pending
+  /// (poll first). Transports whose fd is level-triggered just return ok.
+  virtual Status arm() { return Status::ok(); }
+};
+
+/// Out-of-band collective helpers for setup (PMIx, MPI, or in-process).
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+  virtual uint32_t rank() const = 0;
+  virtual uint32_t size() const = 0;
+  /// Every rank contributes `mine` (same size everywhere); `all` gets size() * mine.size()
+  /// bytes in rank order.
+  virtual Status allgather(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
+  virtual Status barrier() = 0;
+};
+
+}  // namespace ibbcast

@@ -1,0 +1,114 @@
+#include "core/wire.h"
+
+#include <array>
+#include <cstring>
+
+#include "core/crc32c.h"
+
+namespace ibbcast {
+namespace {
+
+template <typename T>
+void put(std::byte* p, T v) {
+  // Little-endian regardless of host order; compilers fold this to a store.
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+  }
+}
+
+template <typename T>
+T get(const std::byte* p) {
+  T v = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    v = static_cast<T>(v | (static_cast<T>(std::to_integer<uint8_t>(p[i])) << (8 * i)));
+  }
+  return v;
+}
+
+constexpr std::array<std::string_view, kRejectCount> kRejectNames = {
+    "truncated",    "bad_magic",       "bad_version", "bad_flags", "bad_length", "bad_fragment",
+    "bad_checksum", "foreign_session", "bad_root",    "stale",     "mismatch",   "too_early",
+};
+
+}  // namespace
+
+std::string_view reject_name(Reject r) {
+  return kRejectNames[static_cast<std::size_t>(r)];
+}
+
+void encode_header(const FrameHeader& h, std::span<std::byte, kHeaderSize> out) {
+  std::byte* p = out.data();
+  put<uint16_t>(p + 0, kWireMagic);
+  put<uint8_t>(p + 2, kWireVersion);
+  put<uint8_t>(p + 3, h.flags);
+  put<uint8_t>(p + 4, h.algorithm);
+  put<uint8_t>(p + 5, static_cast<uint8_t>(kHeaderSize / 8));
+  put<uint16_t>(p + 6, 0);
+  put<uint64_t>(p + 8, h.session);
+  put<uint32_t>(p + 16, h.bid);
+  put<uint32_t>(p + 20, h.root);
+  put<uint32_t>(p + 24, h.frag_index);
+  put<uint32_t>(p + 28, h.frag_count);
+  put<uint64_t>(p + 32, h.total_len);
+  put<uint32_t>(p + 40, h.fragment_size);
+  put<uint32_t>(p + 44, h.payload_len);
+}
+
+uint32_t frame_crc(std::span<const std::byte, kHeaderSize> header,
+                   std::span<const std::byte> payload) {
+  uint32_t c = crc32c_extend(0, header.data(), header.size());
+  return crc32c_extend(c, payload.data(), payload.size());
+}
+
+bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why) {
+  const std::byte* p = bytes.data();
+  if (bytes.size() < kHeaderSize) return *why = Reject::kTruncated, false;
+  if (get<uint16_t>(p) != kWireMagic) return *why = Reject::kBadMagic, false;
+  if (get<uint8_t>(p + 2) != kWireVersion || get<uint8_t>(p + 5) != kHeaderSize / 8 ||
+      get<uint16_t>(p + 6) != 0) {
+    return *why = Reject::kBadVersion, false;
+  }
+  FrameHeader& h = out->header;
+  h.flags = get<uint8_t>(p + 3);
+  // An auth tag we have no key for is as bad as an unknown flag: never accept
+  // unauthenticated bytes that claim to be authenticated.
+  if ((h.flags & ~kKnownFlags) != 0 || (h.flags & kFlagAuthTag) != 0) {
+    return *why = Reject::kBadFlags, false;
+  }
+  h.algorithm = get<uint8_t>(p + 4);
+  h.session = get<uint64_t>(p + 8);
+  h.bid = get<uint32_t>(p + 16);
+  h.root = get<uint32_t>(p + 20);
+  h.frag_index = get<uint32_t>(p + 24);
+  h.frag_count = get<uint32_t>(p + 28);
+  h.total_len = get<uint64_t>(p + 32);
+  h.fragment_size = get<uint32_t>(p + 40);
+  h.payload_len = get<uint32_t>(p + 44);
+
+  const std::size_t trailer = (h.flags & kFlagCrc) ? kCrcSize : 0;
+  if (bytes.size() < kHeaderSize + trailer ||
+      bytes.size() - kHeaderSize - trailer != h.payload_len) {
+    return *why = (bytes.size() < kHeaderSize + trailer + h.payload_len ? Reject::kTruncated
+                                                                        : Reject::kBadLength),
+           false;
+  }
+  if (h.fragment_size < 256 || h.fragment_size > 65000 || h.total_len == 0 ||
+      h.total_len > kMaxMessageSize ||
+      h.frag_count != fragment_count(h.total_len, h.fragment_size) ||
+      h.frag_index >= h.frag_count) {
+    return *why = Reject::kBadFragment, false;
+  }
+  if (h.payload_len != fragment_length(h.total_len, h.fragment_size, h.frag_index)) {
+    return *why = Reject::kBadLength, false;
+  }
+  out->payload = bytes.subspan(kHeaderSize, h.payload_len);
+  if (trailer != 0) {
+    uint32_t want = get<uint32_t>(p + kHeaderSize + h.payload_len);
+    if (frame_crc(bytes.first<kHeaderSize>(), out->payload) != want) {
+      return *why = Reject::kBadChecksum, false;
+    }
+  }
+  return true;
+}
+
+}  // namespace ibbcast

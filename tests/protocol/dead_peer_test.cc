@@ -1,0 +1,139 @@
+// A rank dies mid-broadcast. Every survivor must return, within the configured
+// timeout, either success with exactly the root's bytes or an error — never a
+// hang and never wrong bytes — and ranks that depend on the dead one must fail.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tests/support/rank_runner.h"
+
+namespace ibbcast {
+namespace {
+
+using testing::pattern;
+using testing::RankSetup;
+using testing::run_ranks;
+
+constexpr auto kTimeout = std::chrono::milliseconds(400);
+// Liveness bound, not a speed claim: a survivor returns long before this.
+constexpr auto kHangBound = std::chrono::seconds(20);
+
+struct Survivor {
+  Status first, second;
+  bool bytes_ok = false;
+  Nanos elapsed{0};
+};
+
+std::vector<Survivor> run_with_death(RankSetup setup, uint32_t victim, uint32_t root, std::size_t n,
+                                     bool fabric_kill) {
+  std::vector<Survivor> out(setup.ranks);
+  const auto want = pattern(n, 21);
+  run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric& fabric) -> Status {
+    std::vector<std::byte> buf = r == root ? want : std::vector<std::byte>(n);
+    auto req = g.ibcast(root, buf.data(), n);
+    if (!req) return req.status();
+    const Nanos t0 = monotonic_now();
+    if (fabric_kill && r == victim) {
+      // Die right after entering the broadcast, before forwarding anything.
+      loopback::kill_rank(fabric, victim, true);
+      return Status::ok();
+    }
+    Survivor& s = out[r];
+    s.first = g.wait(*req);
+    s.elapsed = monotonic_now() - t0;
+    s.bytes_ok = buf == want;
+    if (r == victim) return Status::ok();
+    if (fabric_kill) {
+      // The notice reaches every survivor; once it has, the group refuses work.
+      while (g.health().is_ok() && monotonic_now() - t0 < kHangBound) {
+        IBBCAST_RETURN_IF_ERROR(g.progress(true, std::chrono::milliseconds(10)));
+      }
+    }
+    // The next broadcast must not hang either.
+    std::vector<std::byte> again = r == root ? want : std::vector<std::byte>(n);
+    s.second = g.bcast(root, again.data(), n);
+    return Status::ok();
+  });
+  return out;
+}
+
+void check_survivors(const std::vector<Survivor>& out, uint32_t victim, const char* ctx) {
+  for (uint32_t r = 0; r < out.size(); ++r) {
+    if (r == victim) continue;
+    const Survivor& s = out[r];
+    EXPECT_LT(s.elapsed, kHangBound) << ctx << " rank " << r;
+    if (s.first.is_ok()) {
+      EXPECT_TRUE(s.bytes_ok) << ctx << " rank " << r << " returned ok with wrong bytes";
+    } else {
+      EXPECT_TRUE(s.first.code() == Errc::kPeerFailed || s.first.code() == Errc::kTimedOut)
+          << ctx << " rank " << r << ": " << s.first.to_string();
+    }
+  }
+}
+
+TEST(DeadPeer, NotifiedKillFailsEveryPendingSurvivorAndLaterBroadcasts) {
+  for (Algorithm a : {Algorithm::kTwoStage, Algorithm::kFragmentedChain, Algorithm::kBinomial}) {
+    RankSetup setup;
+    setup.ranks = 6;
+    setup.config.algorithm = a;
+    setup.config.timeout = kTimeout;
+    setup.faults = {*FaultSpec::parse("drop=100%")};  // stage 2 carries everything
+    auto out = run_with_death(setup, 2, 0, 64 * 4096, true);
+    check_survivors(out, 2, std::string(algorithm_name(a)).c_str());
+    int failed = 0;
+    for (uint32_t r = 0; r < setup.ranks; ++r) {
+      if (r == 2) continue;
+      failed += out[r].first.is_ok() ? 0 : 1;
+      EXPECT_EQ(out[r].second.code(), Errc::kPeerFailed)
+          << algorithm_name(a) << " rank " << r << ": a broken group must refuse";
+    }
+    EXPECT_GT(failed, 0) << algorithm_name(a);
+  }
+}
+
+TEST(DeadPeer, SilentDeathTimesOutDownstreamRanksAndNobodyHangs) {
+  RankSetup setup;
+  setup.ranks = 6;
+  setup.config.algorithm = Algorithm::kTwoStage;
+  setup.config.timeout = kTimeout;
+  FaultSpec lossy = *FaultSpec::parse("drop=100%");
+  FaultSpec dying = lossy;
+  dying.kill_after = 10;  // goes silent after 10 frames in or out
+  setup.faults = {lossy, lossy, dying, lossy, lossy, lossy};
+  auto out = run_with_death(setup, 2, 0, 64 * 4096, false);
+  check_survivors(out, 2, "silent");
+  // Root 0 → 1 → 2 (dead) → 3 → 4 → 5: with all multicast lost, 3..5 starve.
+  EXPECT_TRUE(out[0].first.is_ok()) << out[0].first.to_string();
+  EXPECT_TRUE(out[1].first.is_ok()) << out[1].first.to_string();
+  for (uint32_t r : {3u, 4u, 5u}) {
+    EXPECT_EQ(out[r].first.code(), Errc::kTimedOut) << "rank " << r;
+    EXPECT_EQ(out[r].second.code(), Errc::kTimedOut) << "rank " << r;
+  }
+  EXPECT_TRUE(setup.counters->killed);
+}
+
+TEST(DeadPeer, PostingToAFailedGroupIsAnImmediateError) {
+  RankSetup setup;
+  setup.ranks = 3;
+  setup.config.timeout = kTimeout;
+  auto st = run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric& fabric) -> Status {
+    std::vector<std::byte> buf(100);
+    IBBCAST_RETURN_IF_ERROR(g.bcast(0, buf.data(), buf.size()));
+    if (r == 1) loopback::kill_rank(fabric, 2, true);
+    if (r == 2) return Status::ok();
+    const Nanos t0 = monotonic_now();
+    while (g.health().is_ok() && monotonic_now() - t0 < kHangBound) {
+      IBBCAST_RETURN_IF_ERROR(g.progress(true, std::chrono::milliseconds(10)));
+    }
+    Status s = g.bcast(0, buf.data(), buf.size());
+    if (s.code() != Errc::kPeerFailed) {
+      return make_error(Errc::kInternal, "expected peer_failed, got " + s.to_string());
+    }
+    return Status::ok();
+  });
+  for (uint32_t r = 0; r < 3; ++r)
+    EXPECT_TRUE(st[r].is_ok()) << r << ": " << st[r].to_string();
+}
+
+}  // namespace
+}  // namespace ibbcast

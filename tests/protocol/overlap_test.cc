@@ -1,0 +1,169 @@
+// Consecutive broadcasts that overlap (a fast rank in k+1 while a slow one is
+// in k), several in flight per rank, root first/last, two groups sharing one
+// multicast address, and dead ranks: never a hang, never wrong bytes.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "tests/support/rank_runner.h"
+
+namespace ibbcast {
+namespace {
+
+using testing::pattern;
+using testing::RankSetup;
+using testing::run_ranks;
+
+Status expect_bytes(const std::vector<std::byte>& got, const std::vector<std::byte>& want,
+                    const std::string& what) {
+  if (got == want) return Status::ok();
+  return make_error(Errc::kCorrupt, what + ": wrong bytes");
+}
+
+void assert_all_ok(const std::vector<Status>& st, const std::string& ctx) {
+  for (std::size_t r = 0; r < st.size(); ++r) {
+    ASSERT_TRUE(st[r].is_ok()) << ctx << " rank " << r << ": " << st[r].to_string();
+  }
+}
+
+TEST(Overlap, ManyBroadcastsWithRandomRootsAndSkew) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    RankSetup setup;
+    setup.ranks = 6;
+    setup.config.algorithm = Algorithm::kTwoStage;
+    setup.faults = {*FaultSpec::parse("drop=10%")};
+    setup.faults[0]->seed = seed;
+    auto st = run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric&) -> Status {
+      std::mt19937_64 roots(seed), skew(seed * 31 + r);
+      for (int k = 0; k < 40; ++k) {
+        uint32_t root = static_cast<uint32_t>(roots() % setup.ranks);
+        std::size_t n = 1 + roots() % 30000;
+        auto want = pattern(n, seed * 1000 + static_cast<uint64_t>(k));
+        std::vector<std::byte> buf = r == root ? want : std::vector<std::byte>(n);
+        if (skew() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(skew() % 3000));
+        IBBCAST_RETURN_IF_ERROR(g.bcast(root, buf.data(), n));
+        IBBCAST_RETURN_IF_ERROR(expect_bytes(buf, want, "bcast " + std::to_string(k)));
+      }
+      return Status::ok();
+    });
+    assert_all_ok(st, "seed " + std::to_string(seed));
+  }
+}
+
+TEST(Overlap, SeveralNonBlockingBroadcastsInFlight) {
+  RankSetup setup;
+  setup.ranks = 7;
+  for (Algorithm a : {Algorithm::kTwoStage, Algorithm::kBinomial, Algorithm::kFragmentedChain}) {
+    setup.config.algorithm = a;
+    auto st = run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric&) -> Status {
+      constexpr int kOps = 6;
+      std::vector<std::vector<std::byte>> want(kOps), buf(kOps);
+      std::vector<uint64_t> req(kOps);
+      for (int k = 0; k < kOps; ++k) {
+        uint32_t root = static_cast<uint32_t>(k) % setup.ranks;
+        std::size_t n = 5000 * static_cast<std::size_t>(k + 1);
+        want[k] = pattern(n, static_cast<uint64_t>(k));
+        buf[k] = r == root ? want[k] : std::vector<std::byte>(n);
+        auto q = g.ibcast(root, buf[k].data(), n);
+        if (!q) return q.status();
+        req[k] = *q;
+      }
+      for (int k = kOps - 1; k >= 0; --k)
+        IBBCAST_RETURN_IF_ERROR(g.wait(req[k]));
+      for (int k = 0; k < kOps; ++k) {
+        IBBCAST_RETURN_IF_ERROR(expect_bytes(buf[k], want[k], "op " + std::to_string(k)));
+      }
+      return Status::ok();
+    });
+    assert_all_ok(st, std::string(algorithm_name(a)));
+  }
+}
+
+TEST(Overlap, RootEntersFirstOrLast) {
+  for (bool root_last : {false, true}) {
+    RankSetup setup;
+    setup.ranks = 5;
+    setup.config.algorithm = Algorithm::kTwoStage;
+    const std::size_t n = 9 * 4096;
+    const auto want = pattern(n, 4);
+    std::vector<GroupStats> stats(setup.ranks);
+    auto st = run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric&) -> Status {
+      std::vector<std::byte> buf = r == 1 ? want : std::vector<std::byte>(n);
+      if ((r == 1) == root_last) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      IBBCAST_RETURN_IF_ERROR(g.bcast(1, buf.data(), n));
+      stats[r] = g.stats();
+      return expect_bytes(buf, want, root_last ? "root last" : "root first");
+    });
+    assert_all_ok(st, root_last ? "root last" : "root first");
+  }
+}
+
+// Makes every group on the fabric choose the same multicast address.
+class SameAddress final : public Transport {
+ public:
+  explicit SameAddress(std::unique_ptr<Transport> t) : t_(std::move(t)) {}
+  const Capabilities& capabilities() const override { return t_->capabilities(); }
+  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& a) override {
+    return t_->open_multicast(a);
+  }
+  std::string choose_multicast_address(uint64_t) override { return "loop:collision"; }
+  Result<std::unique_ptr<P2pChannel>> open_p2p() override { return t_->open_p2p(); }
+  int event_fd() const override { return t_->event_fd(); }
+  Status arm() override { return t_->arm(); }
+
+ private:
+  std::unique_ptr<Transport> t_;
+};
+
+TEST(Overlap, TwoGroupsSharingAnAddressNeverAcceptEachOthersDatagrams) {
+  constexpr uint32_t kRanks = 4;
+  auto fabric = loopback::make_fabric(kRanks);
+  std::vector<Status> st(kRanks);
+  std::vector<uint64_t> foreign(kRanks);
+  std::vector<std::thread> th;
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    th.emplace_back([&, r] {
+      SameAddress ta(loopback::make_transport(fabric, r)), tb(loopback::make_transport(fabric, r));
+      auto boot = loopback::make_bootstrap(fabric, r);
+      EngineConfig cfg;
+      cfg.algorithm = Algorithm::kTwoStage;
+      auto ga = Group::create(ta, *boot, cfg);
+      auto gb = Group::create(tb, *boot, cfg);
+      if (!ga || !gb) {
+        st[r] = ga ? gb.status() : ga.status();
+        return;
+      }
+      for (int k = 0; k < 10 && st[r].is_ok(); ++k) {
+        const std::size_t n = 3 * 4096;
+        auto wa = pattern(n, 100 + static_cast<uint64_t>(k)),
+             wb = pattern(n, 200 + static_cast<uint64_t>(k));
+        std::vector<std::byte> a = r == 0 ? wa : std::vector<std::byte>(n);
+        std::vector<std::byte> b = r == 3 ? wb : std::vector<std::byte>(n);
+        auto qa = (*ga)->ibcast(0, a.data(), n);
+        auto qb = (*gb)->ibcast(3, b.data(), n);
+        if (!qa || !qb) {
+          st[r] = qa ? qb.status() : qa.status();
+          break;
+        }
+        Status s = (*ga)->wait(*qa);
+        if (s) s = (*gb)->wait(*qb);
+        if (s) s = expect_bytes(a, wa, "group a");
+        if (s) s = expect_bytes(b, wb, "group b");
+        st[r] = s;
+      }
+      foreign[r] = (*ga)->stats().rejected[static_cast<std::size_t>(Reject::kForeignSession)] +
+                   (*gb)->stats().rejected[static_cast<std::size_t>(Reject::kForeignSession)];
+    });
+  }
+  for (auto& t : th)
+    t.join();
+  assert_all_ok(st, "shared address");
+  uint64_t total = 0;
+  for (uint64_t f : foreign)
+    total += f;
+  EXPECT_GT(total, 0u) << "the groups did share the address, so foreign datagrams must be seen";
+}
+
+}  // namespace
+}  // namespace ibbcast

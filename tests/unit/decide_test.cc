@@ -1,0 +1,157 @@
+#include "core/decide.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ibbcast {
+namespace {
+
+// Message sizes around every threshold of the decision and of best_point_to_point.
+std::vector<uint64_t> Sizes() {
+  return {0,
+          1,
+          255,
+          256,
+          1000,
+          16 * 1024,
+          16 * 1024 + 1,
+          65000,
+          (1 << 20) - 1,
+          1 << 20,
+          (1 << 20) + 1,
+          8u << 20,
+          uint64_t{1} << 32,
+          uint64_t{1} << 40};
+}
+
+std::string Where(uint32_t p, uint64_t n, bool mc) {
+  return "p=" + std::to_string(p) + " n=" + std::to_string(n) + " multicast_ok=" + (mc ? "1" : "0");
+}
+
+TEST(Decide, DefaultsFollowTheSpec) {
+  EngineConfig cfg;  // crossover_nodes 4, crossover_size 1 MiB
+  EXPECT_EQ(decide_algorithm(cfg, 1, 1000, true), Algorithm::kLinear);
+  EXPECT_EQ(decide_algorithm(cfg, 3, 1000, true), Algorithm::kLinear);
+  EXPECT_EQ(decide_algorithm(cfg, 3, 8u << 20, true), Algorithm::kLinear);  // p wins over n
+  EXPECT_EQ(decide_algorithm(cfg, 4, 1000, true), Algorithm::kTwoStage);
+  EXPECT_EQ(decide_algorithm(cfg, 64, 1 << 20, true), Algorithm::kTwoStage);  // n == crossover
+  EXPECT_EQ(decide_algorithm(cfg, 64, (1 << 20) + 1, true), Algorithm::kFragmentedChain);
+  EXPECT_EQ(decide_algorithm(cfg, 64, (1 << 20) + 1, false), Algorithm::kFragmentedChain);
+  EXPECT_EQ(decide_algorithm(cfg, 64, 1000, false), best_point_to_point(cfg, 64, 1000));
+}
+
+TEST(Decide, RulesInOrderForEveryGroupAndSize) {
+  for (uint32_t nodes : {0u, 1u, 4u, 8u}) {
+    for (uint64_t cross : {uint64_t{0}, uint64_t{4096}, uint64_t{1} << 20}) {
+      for (bool cfg_mc : {true, false}) {
+        EngineConfig cfg;
+        cfg.crossover_nodes = nodes;
+        cfg.crossover_size = cross;
+        cfg.multicast = cfg_mc;
+        for (uint32_t p = 1; p <= 64; ++p) {
+          for (uint64_t n : Sizes()) {
+            for (bool mc : {true, false}) {
+              SCOPED_TRACE(Where(p, n, mc) + " nodes=" + std::to_string(nodes) + " cross=" +
+                           std::to_string(cross) + " cfg.multicast=" + std::to_string(cfg_mc));
+              Algorithm a = decide_algorithm(cfg, p, n, mc);
+              ASSERT_NE(a, Algorithm::kAuto);
+              ASSERT_EQ(a, decide_algorithm(cfg, p, n, mc));  // deterministic
+              if (p < nodes) {
+                ASSERT_EQ(a, Algorithm::kLinear);
+              } else if (n > cross) {
+                ASSERT_EQ(a, Algorithm::kFragmentedChain);
+              } else if (!mc || !cfg_mc) {
+                ASSERT_EQ(a, best_point_to_point(cfg, p, n));
+                ASSERT_NE(a, Algorithm::kTwoStage);
+              } else {
+                ASSERT_EQ(a, Algorithm::kTwoStage);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Decide, BestPointToPointIsNeverMulticastOrAuto) {
+  EngineConfig cfg;
+  for (uint32_t p = 1; p <= 64; ++p) {
+    for (uint64_t n : Sizes()) {
+      Algorithm a = best_point_to_point(cfg, p, n);
+      EXPECT_NE(a, Algorithm::kAuto) << Where(p, n, false);
+      EXPECT_NE(a, Algorithm::kTwoStage) << Where(p, n, false);
+      if (p < cfg.crossover_nodes) {
+        EXPECT_EQ(a, Algorithm::kLinear) << Where(p, n, false);
+      }
+      if (p >= cfg.crossover_nodes && n > cfg.crossover_size) {
+        EXPECT_EQ(a, Algorithm::kFragmentedChain) << Where(p, n, false);
+      }
+    }
+  }
+}
+
+TEST(Decide, ForcedAlgorithmIsHonoured) {
+  for (int i = 1; i < kAlgorithmCount; ++i) {
+    const auto forced = static_cast<Algorithm>(i);
+    for (bool cfg_mc : {true, false}) {
+      EngineConfig cfg;
+      cfg.algorithm = forced;
+      cfg.multicast = cfg_mc;
+      for (uint32_t p = 1; p <= 64; ++p) {
+        for (uint64_t n : Sizes()) {
+          for (bool mc : {true, false}) {
+            SCOPED_TRACE(std::string(algorithm_name(forced)) + " " + Where(p, n, mc) +
+                         " cfg.multicast=" + std::to_string(cfg_mc));
+            Algorithm a = decide_algorithm(cfg, p, n, mc);
+            ASSERT_NE(a, Algorithm::kAuto);
+            if (forced != Algorithm::kTwoStage) {
+              ASSERT_EQ(a, forced);  // also below crossover_nodes and above crossover_size
+            } else if (mc && cfg_mc) {
+              ASSERT_EQ(a, Algorithm::kTwoStage);
+            } else {
+              // Forced multicast without a usable group address falls back, on every rank alike.
+              ASSERT_EQ(a, best_point_to_point(cfg, p, n));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Decide, TwoStageOnlyWithMulticastEverywhere) {
+  for (int i = 0; i < kAlgorithmCount; ++i) {
+    EngineConfig cfg;
+    cfg.algorithm = static_cast<Algorithm>(i);
+    for (uint32_t p = 1; p <= 64; ++p) {
+      for (uint64_t n : Sizes()) {
+        cfg.multicast = false;
+        EXPECT_NE(decide_algorithm(cfg, p, n, true), Algorithm::kTwoStage) << Where(p, n, true);
+        cfg.multicast = true;
+        EXPECT_NE(decide_algorithm(cfg, p, n, false), Algorithm::kTwoStage) << Where(p, n, false);
+      }
+    }
+  }
+}
+
+TEST(Decide, SameInputsSameOutputAcrossIndependentConfigs) {
+  // Ranks build their configs independently; equal values must give equal choices.
+  EngineConfig a;
+  EngineConfig b;
+  a.crossover_nodes = b.crossover_nodes = 6;
+  a.crossover_size = b.crossover_size = 64 * 1024;
+  for (uint32_t p = 1; p <= 64; ++p) {
+    for (uint64_t n : Sizes()) {
+      for (bool mc : {true, false}) {
+        EXPECT_EQ(decide_algorithm(a, p, n, mc), decide_algorithm(b, p, n, mc)) << Where(p, n, mc);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ibbcast
