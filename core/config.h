@@ -53,17 +53,22 @@ class Config {
   T& mutable_value() { return value_; }
   std::string_view layer() const { return layer_; }
 
-  /// Applies every IBBCAST_* variable of this table found by `lookup`.
-  /// The first bad value is returned as an error naming the variable.
+  /// Applies every IBBCAST_* variable of this table found by `lookup`. All or
+  /// nothing: the first bad value is returned as an error naming the variable
+  /// and the config is left as it was.
   Status load_env(const EnvLookup& lookup = process_env) {
+    T next = value_;
+    std::vector<ConfigOrigin> origins = origins_;
     for (std::size_t i = 0; i < table_.size(); ++i) {
       std::string var = env_name(table_[i].name);
       auto v = lookup(var);
       if (!v) continue;
-      Status st = table_[i].parse(value_, *v);
+      Status st = table_[i].parse(next, *v);
       if (!st) return make_error(st.code(), var + "=" + *v + ": " + st.message());
-      origins_[i] = ConfigOrigin::kEnv;
+      origins[i] = ConfigOrigin::kEnv;
     }
+    value_ = std::move(next);
+    origins_ = std::move(origins);
     return Status::ok();
   }
 
@@ -100,7 +105,7 @@ class Config {
   }
 
  private:
-  std::string_view layer_;
+  std::string layer_;
   std::span<const ConfigField<T>> table_;
   std::vector<ConfigOrigin> origins_;
   T value_{};

@@ -27,7 +27,8 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
                                                   std::to_string(id_.size));
   }
   if (buffer.size() > kMaxMessageSize) {
-    return make_error(Errc::kInvalidArgument, "message larger than 1 TiB");
+    return make_error(Errc::kInvalidArgument,
+                      "message larger than " + std::to_string(kMaxMessageSize) + " bytes");
   }
   if (!group_error_.is_ok()) return group_error_;
 

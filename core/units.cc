@@ -50,8 +50,14 @@ Result<uint64_t> parse_size(std::string_view s) {
   std::string_view rest;
   auto v = leading_number(l, &rest);
   if (!v) return v;
-  if (rest.ends_with("ib")) rest.remove_suffix(2);
-  if (rest.ends_with("b")) rest.remove_suffix(1);
+  // Accept "k", "kb", "kib" (and bare "b"), nothing else.
+  if (rest == "b") {
+    rest = "";
+  } else if (rest.size() == 3 && rest.ends_with("ib")) {
+    rest.remove_suffix(2);
+  } else if (rest.size() == 2 && rest[1] == 'b') {
+    rest.remove_suffix(1);
+  }
   uint64_t mul = 0;
   if (rest.empty()) mul = 1;
   if (rest == "k") mul = uint64_t{1} << 10;

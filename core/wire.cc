@@ -1,6 +1,7 @@
 #include "core/wire.h"
 
 #include <array>
+#include <bit>
 #include <cstring>
 
 #include "core/crc32c.h"
@@ -8,21 +9,30 @@
 namespace ibbcast {
 namespace {
 
+// The wire is little-endian. memcpy keeps unaligned access defined and
+// compiles to one load/store; big-endian hosts swap.
+template <typename T>
+T to_wire(T v) {
+  if constexpr (std::endian::native == std::endian::big && sizeof(T) == 2)
+    return __builtin_bswap16(v);
+  if constexpr (std::endian::native == std::endian::big && sizeof(T) == 4)
+    return __builtin_bswap32(v);
+  if constexpr (std::endian::native == std::endian::big && sizeof(T) == 8)
+    return __builtin_bswap64(v);
+  return v;
+}
+
 template <typename T>
 void put(std::byte* p, T v) {
-  // Little-endian regardless of host order; compilers fold this to a store.
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
-  }
+  v = to_wire(v);
+  std::memcpy(p, &v, sizeof v);
 }
 
 template <typename T>
 T get(const std::byte* p) {
-  T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    v = static_cast<T>(v | (static_cast<T>(std::to_integer<uint8_t>(p[i])) << (8 * i)));
-  }
-  return v;
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return to_wire(v);
 }
 
 constexpr std::array<std::string_view, kRejectCount> kRejectNames = {
@@ -33,7 +43,8 @@ constexpr std::array<std::string_view, kRejectCount> kRejectNames = {
 }  // namespace
 
 std::string_view reject_name(Reject r) {
-  return kRejectNames[static_cast<std::size_t>(r)];
+  auto i = static_cast<std::size_t>(r);
+  return i < kRejectNames.size() ? kRejectNames[i] : "unknown";
 }
 
 void encode_header(const FrameHeader& h, std::span<std::byte, kHeaderSize> out) {

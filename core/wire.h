@@ -18,8 +18,9 @@ inline constexpr uint8_t kWireVersion = 1;
 inline constexpr std::size_t kHeaderSize = 48;
 inline constexpr std::size_t kCrcSize = 4;
 inline constexpr std::size_t kAuthTagSize = 16;
-/// Largest message the format carries (keeps fragment counts within 32 bits).
-inline constexpr uint64_t kMaxMessageSize = uint64_t{1} << 40;
+/// Largest message the format carries: 2^32 - 1 fragments of the smallest
+/// fragment size, so every fragment count fits the 32-bit field.
+inline constexpr uint64_t kMaxMessageSize = uint64_t{0xffffffff} * 256;
 /// Bytes a transport must allow beyond fragment_size for one frame.
 inline constexpr std::size_t kFrameOverhead = kHeaderSize + kCrcSize + kAuthTagSize;
 

@@ -3,6 +3,7 @@
 // hang and never wrong bytes — and ranks that depend on the dead one must fail.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "tests/support/rank_runner.h"
@@ -30,9 +31,13 @@ std::vector<Survivor> run_with_death(RankSetup setup, uint32_t victim, uint32_t 
   const auto want = pattern(n, 21);
   run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric& fabric) -> Status {
     std::vector<std::byte> buf = r == root ? want : std::vector<std::byte>(n);
-    auto req = g.ibcast(root, buf.data(), n);
-    if (!req) return req.status();
     const Nanos t0 = monotonic_now();
+    auto req = g.ibcast(root, buf.data(), n);
+    if (!req) {
+      // The death was known before this rank entered: refused at once.
+      out[r].first = out[r].second = req.status();
+      return Status::ok();
+    }
     if (fabric_kill && r == victim) {
       // Die right after entering the broadcast, before forwarding anything.
       loopback::kill_rank(fabric, victim, true);
@@ -116,9 +121,14 @@ TEST(DeadPeer, PostingToAFailedGroupIsAnImmediateError) {
   RankSetup setup;
   setup.ranks = 3;
   setup.config.timeout = kTimeout;
+  std::atomic<int> finished{0};
   auto st = run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric& fabric) -> Status {
     std::vector<std::byte> buf(100);
     IBBCAST_RETURN_IF_ERROR(g.bcast(0, buf.data(), buf.size()));
+    // Everyone finished the first broadcast before rank 2 dies.
+    ++finished;
+    while (finished.load() < 3)
+      std::this_thread::yield();
     if (r == 1) loopback::kill_rank(fabric, 2, true);
     if (r == 2) return Status::ok();
     const Nanos t0 = monotonic_now();

@@ -1,9 +1,9 @@
-#include "tests/support/rank_runner.h"
+#include "transports/local_ranks.h"
 
 #include <random>
 #include <thread>
 
-namespace ibbcast::testing {
+namespace ibbcast::local {
 
 std::vector<std::byte> pattern(std::size_t n, uint64_t seed) {
   std::vector<std::byte> v(n);
@@ -81,4 +81,4 @@ std::string check_all(const BcastOutcome& out, const std::vector<std::byte>& exp
   return "";
 }
 
-}  // namespace ibbcast::testing
+}  // namespace ibbcast::local

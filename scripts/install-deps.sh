@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what ibbcast needs to build and test on Debian 12. Idempotent: skips
+# apt-get when everything is already there (CI may run on a fresh machine).
+set -euo pipefail
+pkgs=(meson ninja-build pkg-config g++ clang clang-format libclang-rt-14-dev
+      libgtest-dev libgmock-dev libbenchmark-dev iproute2 nftables)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

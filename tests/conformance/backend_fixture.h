@@ -1,0 +1,28 @@
+#pragma once
+// How the conformance suite gets N ranks' transports and bootstraps from a
+// backend. Each backend's test binary registers one factory; a backend whose
+// fabric is absent reports why and its tests are skipped (never passed).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/transport.h"
+
+namespace ibbcast::conformance {
+
+struct RankEnv {
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<Bootstrap> bootstrap;
+};
+
+struct Backend {
+  std::string name;
+  /// "" when usable here, else the reason to skip.
+  std::function<std::string()> unavailable;
+  /// Endpoints for `ranks` ranks of one fresh fabric (same order as ranks).
+  std::function<std::vector<RankEnv>(uint32_t ranks)> make;
+};
+
+}  // namespace ibbcast::conformance

@@ -1,0 +1,215 @@
+// The engine alone, driven by hand-made event sequences: no transport, no
+// threads. Each test is a protocol rule of docs/protocol.md.
+#include "core/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace ibbcast {
+namespace {
+
+constexpr uint64_t kSession = 0xABCDEF0123456789ull;
+constexpr uint32_t kFrag = 256;
+
+EngineIdentity ident(uint32_t rank, uint32_t size) {
+  EngineIdentity id;
+  id.rank = rank;
+  id.size = size;
+  id.session = kSession;
+  id.fragment_size = kFrag;
+  id.multicast_ok = true;
+  return id;
+}
+
+EngineConfig two_stage() {
+  EngineConfig c;
+  c.algorithm = Algorithm::kTwoStage;
+  return c;
+}
+
+std::vector<std::byte> frame(const Action& a) {
+  std::vector<std::byte> v(a.header.begin(), a.header.end());
+  v.insert(v.end(), a.payload.begin(), a.payload.end());
+  v.insert(v.end(), a.trailer.begin(), a.trailer.end());
+  return v;
+}
+
+// Drains every action of `e`, returning the frames (multicast first flag).
+std::vector<std::pair<Action::Kind, std::vector<std::byte>>> drain(Engine& e, Nanos now) {
+  std::vector<std::pair<Action::Kind, std::vector<std::byte>>> out;
+  while (const Action* a = e.front_action()) {
+    out.emplace_back(a->kind, frame(*a));
+    e.pop_action(true, now);
+  }
+  return out;
+}
+
+std::vector<std::byte> bytes(std::size_t n, int seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::byte>((i * 7 + seed) & 0xff);
+  return v;
+}
+
+TEST(Engine, RootMulticastsThenForwardsToItsSuccessor) {
+  Engine root(two_stage(), ident(0, 4));
+  auto src = bytes(3 * kFrag + 1, 1);
+  auto id = root.post(0, src, Nanos(0));
+  ASSERT_TRUE(id.is_ok());
+  auto frames = drain(root, Nanos(1));
+  ASSERT_EQ(frames.size(), 8u);  // 4 multicast, then 4 reliable to rank 1
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(frames[i].first, Action::Kind::kMulticast);
+  for (int i = 4; i < 8; ++i)
+    EXPECT_EQ(frames[i].first, Action::Kind::kReliable);
+  EXPECT_EQ(root.state(*id), OpState::kDone);
+  EXPECT_EQ(root.stats().datagrams_sent, 4u);
+  EXPECT_EQ(root.stats().messages_sent, 4u);
+}
+
+TEST(Engine, ReceiverCompletesFromMulticastAndForwardsEachFragmentOnce) {
+  Engine root(two_stage(), ident(0, 3)), mid(two_stage(), ident(1, 3));
+  auto src = bytes(2 * kFrag, 2);
+  ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
+  auto frames = drain(root, Nanos(0));
+  std::vector<std::byte> dst(src.size());
+  auto id = mid.post(0, dst, Nanos(0));
+  ASSERT_TRUE(id.is_ok());
+  for (auto& [kind, f] : frames) {
+    if (kind == Action::Kind::kMulticast) mid.on_datagram(f, Nanos(1));
+  }
+  auto fwd = drain(mid, Nanos(2));
+  EXPECT_EQ(fwd.size(), 2u);  // each fragment once to rank 2
+  EXPECT_EQ(mid.state(*id), OpState::kDone);
+  EXPECT_EQ(dst, src);
+  // The stage-2 copies from the root arrive after completion: discarded.
+  for (auto& [kind, f] : frames) {
+    if (kind == Action::Kind::kReliable) mid.on_message(0, f, Nanos(3));
+  }
+  EXPECT_EQ(mid.stats().messages_late, 2u);
+  EXPECT_EQ(mid.front_action(), nullptr);
+}
+
+TEST(Engine, ForeignSessionSelfAndStaleDatagramsAreCountedAndDropped) {
+  Engine root(two_stage(), ident(0, 3));
+  auto src = bytes(kFrag, 3);
+  ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
+  auto frames = drain(root, Nanos(0));
+  EngineIdentity other = ident(1, 3);
+  other.session = kSession + 1;
+  Engine foreign(two_stage(), other);
+  std::vector<std::byte> dst(src.size());
+  ASSERT_TRUE(foreign.post(0, dst, Nanos(0)).is_ok());
+  foreign.on_datagram(frames[0].second, Nanos(1));
+  EXPECT_EQ(foreign.stats().rejected[static_cast<int>(Reject::kForeignSession)], 1u);
+  EXPECT_EQ(dst, std::vector<std::byte>(src.size()));  // untouched
+
+  root.on_datagram(frames[0].second, Nanos(1));  // own datagram looped back
+  EXPECT_EQ(root.stats().datagrams_self, 1u);
+
+  Engine late(two_stage(), ident(2, 3));
+  std::vector<std::byte> d2(src.size());
+  auto id = late.post(0, d2, Nanos(0));
+  late.on_datagram(frames[0].second, Nanos(1));
+  drain(late, Nanos(1));
+  ASSERT_EQ(late.state(*id), OpState::kDone);
+  late.release(*id);
+  late.on_datagram(frames[0].second, Nanos(2));
+  EXPECT_EQ(late.stats().rejected[static_cast<int>(Reject::kStale)], 1u);
+}
+
+TEST(Engine, EarlyDatagramsAreKeptUpToTheBoundAndReplayedAtPost) {
+  EngineConfig cfg = two_stage();
+  cfg.early_datagrams = 3;
+  Engine root(cfg, ident(0, 2)), rx(cfg, ident(1, 2));
+  auto src = bytes(10 * kFrag, 4);
+  ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
+  auto frames = drain(root, Nanos(0));
+  for (auto& [kind, f] : frames) {
+    if (kind == Action::Kind::kMulticast) rx.on_datagram(f, Nanos(1));
+  }
+  EXPECT_EQ(rx.stats().early_buffered, 3u);
+  EXPECT_EQ(rx.stats().early_dropped, 7u);
+  std::vector<std::byte> dst(src.size());
+  auto id = rx.post(0, dst, Nanos(2));
+  EXPECT_EQ(rx.stats().datagrams_useful, 3u);
+  EXPECT_EQ(rx.state(*id), OpState::kPending);
+  for (auto& [kind, f] : frames) {
+    if (kind == Action::Kind::kReliable) rx.on_message(0, f, Nanos(3));
+  }
+  EXPECT_EQ(rx.state(*id), OpState::kDone);
+  EXPECT_EQ(rx.stats().fragments_repaired, 7u);
+  EXPECT_EQ(dst, src);
+}
+
+TEST(Engine, MismatchedReliableFrameFailsTheBroadcastWithAClearError) {
+  Engine root(two_stage(), ident(0, 2)), rx(two_stage(), ident(1, 2));
+  auto src = bytes(kFrag * 2, 5);
+  ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
+  auto frames = drain(root, Nanos(0));
+  std::vector<std::byte> dst(kFrag * 3);  // the caller passed another size
+  auto id = rx.post(0, dst, Nanos(0));
+  rx.on_message(0, frames.back().second, Nanos(1));
+  Status st;
+  EXPECT_EQ(rx.state(*id, &st), OpState::kFailed);
+  EXPECT_EQ(st.code(), Errc::kMismatch);
+  EXPECT_NE(st.message().find("same root, size"), std::string::npos) << st.message();
+}
+
+TEST(Engine, RootDelayHoldsStageOneUntilTheTick) {
+  EngineConfig cfg = two_stage();
+  cfg.root_delay = std::chrono::microseconds(500);
+  Engine root(cfg, ident(0, 2));
+  auto src = bytes(kFrag, 6);
+  ASSERT_TRUE(root.post(0, src, Nanos(1000)).is_ok());
+  EXPECT_EQ(root.front_action(), nullptr);
+  EXPECT_EQ(root.next_deadline(), Nanos(1000) + cfg.root_delay);
+  root.on_tick(Nanos(1000) + std::chrono::microseconds(499));
+  EXPECT_EQ(root.front_action(), nullptr);
+  root.on_tick(Nanos(1000) + std::chrono::microseconds(500));
+  EXPECT_NE(root.front_action(), nullptr);
+}
+
+TEST(Engine, NoProgressForTheTimeoutFailsWithTimedOut) {
+  EngineConfig cfg = two_stage();
+  cfg.timeout = std::chrono::milliseconds(5);
+  Engine rx(cfg, ident(1, 3));
+  std::vector<std::byte> dst(kFrag);
+  auto id = rx.post(0, dst, Nanos(0));
+  rx.on_tick(std::chrono::milliseconds(4));
+  EXPECT_EQ(rx.state(*id), OpState::kPending);
+  rx.on_tick(std::chrono::milliseconds(5));
+  Status st;
+  EXPECT_EQ(rx.state(*id, &st), OpState::kFailed);
+  EXPECT_EQ(st.code(), Errc::kTimedOut);
+}
+
+TEST(Engine, PeerFailureFailsPendingAndLaterPosts) {
+  Engine rx(two_stage(), ident(1, 3));
+  std::vector<std::byte> dst(kFrag);
+  auto id = rx.post(0, dst, Nanos(0));
+  rx.on_peer_failed(2, "test", Nanos(1));
+  EXPECT_EQ(rx.state(*id), OpState::kFailed);
+  EXPECT_EQ(rx.post(0, dst, Nanos(2)).status().code(), Errc::kPeerFailed);
+}
+
+TEST(Engine, EmptyBroadcastConsumesNoBidAndBadRootIsRejected) {
+  Engine root(two_stage(), ident(0, 2)), rx(two_stage(), ident(1, 2));
+  std::vector<std::byte> none;
+  auto a = root.post(0, none, Nanos(0));
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_EQ(root.state(*a), OpState::kDone);
+  EXPECT_EQ(rx.post(5, none, Nanos(0)).status().code(), Errc::kInvalidArgument);
+  auto src = bytes(kFrag, 7);
+  ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
+  auto frames = drain(root, Nanos(0));
+  std::vector<std::byte> dst(kFrag);
+  auto id = rx.post(0, dst, Nanos(0));  // rx skipped the empty one: ids still agree
+  rx.on_datagram(frames[0].second, Nanos(1));
+  EXPECT_EQ(rx.state(*id), OpState::kDone);
+  EXPECT_EQ(dst, src);
+}
+
+}  // namespace
+}  // namespace ibbcast

@@ -1,0 +1,51 @@
+#include "tools/cli.h"
+
+#include <algorithm>
+
+namespace ibbcast::tool {
+
+Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& known,
+                        const std::vector<std::string>& flags) {
+  Args a;
+  // Environment first, so flags override it.
+  IBBCAST_RETURN_IF_ERROR(a.engine.load_env());
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      a.positional.push_back(arg);
+      continue;
+    }
+    std::string key = arg.substr(2), value;
+    bool has_value = false;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+      has_value = true;
+    }
+    const bool is_flag = std::find(flags.begin(), flags.end(), key) != flags.end();
+    const bool is_known = std::find(known.begin(), known.end(), key) != known.end();
+    if (is_flag) {
+      a.options[key] = has_value ? value : "1";
+      continue;
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) return make_error(Errc::kInvalidArgument, "--" + key + " needs a value");
+      value = argv[++i];
+    }
+    if (is_known) {
+      a.options[key] = value;
+    } else if (a.engine.has(key)) {
+      IBBCAST_RETURN_IF_ERROR(a.engine.set(key, value, ConfigOrigin::kFlag));
+    } else {
+      return make_error(Errc::kInvalidArgument, "unknown option --" + key);
+    }
+  }
+  return a;
+}
+
+std::string option(const Args& a, const std::string& key, const std::string& def) {
+  auto it = a.options.find(key);
+  return it == a.options.end() ? def : it->second;
+}
+
+}  // namespace ibbcast::tool

@@ -1,0 +1,31 @@
+#pragma once
+// Command-line plumbing shared by the ibbcast subcommands: tool options plus
+// every engine knob as a --flag (from the engine's config table), layered over
+// the IBBCAST_* environment.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/engine_config.h"
+#include "core/status.h"
+
+namespace ibbcast::tool {
+
+struct Args {
+  Config<EngineConfig> engine{"engine", engine_config_table()};
+  std::map<std::string, std::string> options;  ///< the subcommand's own --key value
+  std::vector<std::string> positional;
+};
+
+/// Parses argv after the subcommand. `known` lists the subcommand's own
+/// options ("ranks", ...); `flags` those that take no value. Engine knobs are
+/// accepted by name (--fragment-size 8k or --fragment-size=8k).
+Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& known,
+                        const std::vector<std::string>& flags = {});
+
+/// The option's value or `def`.
+std::string option(const Args& a, const std::string& key, const std::string& def);
+
+}  // namespace ibbcast::tool
