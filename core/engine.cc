@@ -58,6 +58,17 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
   }
   op.bid = next_bid_++;
   ++stats_.broadcasts[static_cast<std::size_t>(algo)];
+  FrameHeader h;
+  h.algorithm = static_cast<uint8_t>(algo);
+  h.session = id_.session;
+  h.bid = op.bid;
+  h.root = root;
+  h.frag_count = op.frags;
+  h.total_len = buffer.size();
+  h.fragment_size = id_.fragment_size;
+  encode_header(h, op.header);
+  op.uniform_children = algo != Algorithm::kSplitBinary && algo != Algorithm::kScatterAllgather;
+  if (op.uniform_children) op.schedule.children(id_.rank, 0, op.children);
   if (op.is_root) {
     op.owned_count = op.frags;
     op.release_at = now + (algo == Algorithm::kTwoStage ? cfg_.root_delay : Nanos(0));
@@ -201,12 +212,12 @@ void Engine::deliver(Op& op, const Frame& f, bool reliable, Nanos now) {
 
 void Engine::on_owned(Op& op, uint32_t frag, Nanos /*now*/) {
   if (op.schedule.pipelined()) {
-    op.schedule.children(id_.rank, frag, children_);
-    for (uint32_t c : children_)
+    if (!op.uniform_children) op.schedule.children(id_.rank, frag, children_);
+    for (uint32_t c : op.uniform_children ? op.children : children_) {
       push_job(op, Action::Kind::kReliable, c, frag, frag + 1);
+    }
   } else if (op.owned_count == op.frags) {
-    op.schedule.children(id_.rank, 0, children_);
-    for (uint32_t c : children_)
+    for (uint32_t c : op.children)
       push_job(op, Action::Kind::kReliable, c, 0, op.frags);
   }
 }
@@ -217,8 +228,7 @@ void Engine::start_root(Op& op, Nanos now) {
   if (op.schedule.uses_multicast()) {
     // Stage 1 first, then stage 2 from the root to its successor.
     push_job(op, Action::Kind::kMulticast, 0, 0, op.frags);
-    op.schedule.children(id_.rank, 0, children_);
-    for (uint32_t c : children_)
+    for (uint32_t c : op.children)
       push_job(op, Action::Kind::kReliable, c, 0, op.frags);
   } else if (op.schedule.pipelined()) {
     for (uint32_t f = 0; f < op.frags; ++f)

@@ -22,6 +22,11 @@ struct Engine::Op {
   uint32_t owned_count = 0;
   std::vector<uint64_t> owned;  // bitmap, receivers only
   Schedule schedule;
+  std::array<std::byte, kHeaderSize> header{};  // encoded once, patched per fragment
+  // Children that do not depend on the fragment (every algorithm but
+  // split-binary and scatter-allgather), computed once per broadcast.
+  bool uniform_children = false;
+  std::vector<uint32_t> children;
   uint32_t queued_jobs = 0;  // entries of jobs_ that belong to this op
   uint32_t inflight = 0;     // sends popped but not completed
   bool started = false;      // root: sends queued (after root_delay)
@@ -38,9 +43,11 @@ struct Engine::Op {
   }
 };
 
-// A run of fragments [next, end) of one op to one destination.
+// A run of fragments [next, end) of one op to one destination. Holding the
+// Op directly is safe: an op with queued jobs is never released (a failed op's
+// jobs are purged in fail(), a done op has none).
 struct Engine::Job {
-  uint64_t op;
+  Op* op;
   Action::Kind kind;
   uint32_t peer;
   uint32_t next;

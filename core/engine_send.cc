@@ -14,68 +14,52 @@ void Engine::push_job(Op& op, Action::Kind kind, uint32_t peer, uint32_t begin, 
   // pipelined start and a store-and-forward child cost O(1) queue entries.
   if (!jobs_.empty()) {
     Job& last = jobs_.back();
-    if (last.op == op.id && last.kind == kind && last.peer == peer && last.end == begin) {
+    if (last.op == &op && last.kind == kind && last.peer == peer && last.end == begin) {
       last.end = end;
       return;
     }
   }
-  jobs_.push_back(Job{op.id, kind, peer, begin, end});
+  jobs_.push_back(Job{&op, kind, peer, begin, end});
   ++op.queued_jobs;
 }
 
 const Action* Engine::front_action() {
-  while (!jobs_.empty()) {
-    Job& j = jobs_.front();
-    Op* op = find_op(j.op);
-    if (op == nullptr) {
-      jobs_.pop_front();
-      action_ready_ = false;
-      continue;
+  if (jobs_.empty()) return nullptr;
+  if (action_ready_) return &action_;
+  Job& j = jobs_.front();
+  Op* op = j.op;
+  const bool mcast = j.kind == Action::Kind::kMulticast;
+  const uint8_t flags = mcast ? (cfg_.checksum ? kFlagCrc : 0) : kFlagReliable;
+  const uint32_t len = fragment_length(op->buffer.size(), id_.fragment_size, j.next);
+  action_header_ = op->header;
+  patch_header(action_header_, flags, j.next, len);
+  action_.kind = j.kind;
+  action_.peer = j.peer;
+  action_.op = op->id;
+  action_.header = action_header_;
+  action_.payload = op->buffer.subspan(uint64_t{j.next} * id_.fragment_size, len);
+  action_.trailer = {};
+  if ((flags & kFlagCrc) != 0) {
+    uint32_t crc = frame_crc(action_header_, action_.payload);
+    for (std::size_t i = 0; i < kCrcSize; ++i) {
+      action_trailer_[i] = static_cast<std::byte>((crc >> (8 * i)) & 0xff);
     }
-    if (action_ready_) return &action_;
-    const bool mcast = j.kind == Action::Kind::kMulticast;
-    FrameHeader h;
-    h.flags = mcast ? (cfg_.checksum ? kFlagCrc : 0) : kFlagReliable;
-    h.algorithm = static_cast<uint8_t>(op->algorithm);
-    h.session = id_.session;
-    h.bid = op->bid;
-    h.root = op->root;
-    h.frag_index = j.next;
-    h.frag_count = op->frags;
-    h.total_len = op->buffer.size();
-    h.fragment_size = id_.fragment_size;
-    h.payload_len = fragment_length(h.total_len, h.fragment_size, j.next);
-    encode_header(h, action_header_);
-    action_.kind = j.kind;
-    action_.peer = j.peer;
-    action_.op = op->id;
-    action_.header = action_header_;
-    action_.payload = op->buffer.subspan(uint64_t{j.next} * id_.fragment_size, h.payload_len);
-    action_.trailer = {};
-    if ((h.flags & kFlagCrc) != 0) {
-      uint32_t crc = frame_crc(action_header_, action_.payload);
-      for (std::size_t i = 0; i < kCrcSize; ++i) {
-        action_trailer_[i] = static_cast<std::byte>((crc >> (8 * i)) & 0xff);
-      }
-      action_.trailer = action_trailer_;
-    }
-    action_ready_ = true;
-    return &action_;
+    action_.trailer = action_trailer_;
   }
-  return nullptr;
+  action_ready_ = true;
+  return &action_;
 }
 
 void Engine::pop_action(bool completed, Nanos now) {
   if (!action_ready_ || jobs_.empty()) return;
   action_ready_ = false;
   Job& j = jobs_.front();
-  Op* op = find_op(j.op);
+  Op* op = j.op;
   ++(j.kind == Action::Kind::kMulticast ? stats_.datagrams_sent : stats_.messages_sent);
   if (++j.next == j.end) {
     jobs_.pop_front();
-    if (op != nullptr) --op->queued_jobs;
+    --op->queued_jobs;
   }
-  if (op == nullptr) return;
   if (!completed) ++op->inflight;
   op->last_progress = now;
   maybe_complete(*op, now);
@@ -106,8 +90,8 @@ void Engine::fail(Op& op, Status st) {
   ++stats_.errors;
   // Its queued sends go now; sends already handed to the transport may still
   // read the buffer until they complete.
-  if (!jobs_.empty() && jobs_.front().op == op.id) action_ready_ = false;
-  std::erase_if(jobs_, [&](const Job& j) { return j.op == op.id; });
+  if (!jobs_.empty() && jobs_.front().op == &op) action_ready_ = false;
+  std::erase_if(jobs_, [&](const Job& j) { return j.op == &op; });
   op.queued_jobs = 0;
 }
 
@@ -165,7 +149,7 @@ Algorithm Engine::op_algorithm(uint64_t id) const {
 
 void Engine::release(uint64_t id) {
   auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p->id == id; });
-  if (it == ops_.end() || !(*it)->done) return;
+  if (it == ops_.end() || !(*it)->done || (*it)->queued_jobs != 0) return;
   ops_.erase(it);
 }
 

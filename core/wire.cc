@@ -65,6 +65,14 @@ void encode_header(const FrameHeader& h, std::span<std::byte, kHeaderSize> out) 
   put<uint32_t>(p + 44, h.payload_len);
 }
 
+void patch_header(std::span<std::byte, kHeaderSize> header, uint8_t flags, uint32_t frag_index,
+                  uint32_t payload_len) {
+  std::byte* p = header.data();
+  put<uint8_t>(p + 3, flags);
+  put<uint32_t>(p + 24, frag_index);
+  put<uint32_t>(p + 44, payload_len);
+}
+
 uint32_t frame_crc(std::span<const std::byte, kHeaderSize> header,
                    std::span<const std::byte> payload) {
   uint32_t c = crc32c_extend(0, header.data(), header.size());

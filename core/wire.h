@@ -76,6 +76,11 @@ inline uint32_t fragment_length(uint64_t n, uint32_t fragment_size, uint32_t i) 
 /// Writes the 48-byte header.
 void encode_header(const FrameHeader& h, std::span<std::byte, kHeaderSize> out);
 
+/// Rewrites the per-fragment fields of an encoded header (flags, index,
+/// payload length): senders encode one template per broadcast and patch it.
+void patch_header(std::span<std::byte, kHeaderSize> header, uint8_t flags, uint32_t frag_index,
+                  uint32_t payload_len);
+
 /// The CRC32C trailer value for a header and its payload.
 uint32_t frame_crc(std::span<const std::byte, kHeaderSize> header,
                    std::span<const std::byte> payload);

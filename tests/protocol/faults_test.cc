@@ -25,7 +25,7 @@ class FaultTest : public ::testing::TestWithParam<Scenario> {};
 
 TEST_P(FaultTest, EveryRankGetsExactlyTheRootsBytes) {
   const Scenario& sc = GetParam();
-  uint64_t dropped = 0, duplicated = 0, reordered = 0, corrupted = 0, truncated = 0;
+  uint64_t dropped = 0, duplicated = 0, reordered = 0, corrupted = 0, truncated = 0, delayed = 0;
   uint64_t rejected = 0, repaired = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     std::mt19937_64 rng(seed);
@@ -51,6 +51,7 @@ TEST_P(FaultTest, EveryRankGetsExactlyTheRootsBytes) {
     reordered += setup.counters->reordered;
     corrupted += setup.counters->corrupted;
     truncated += setup.counters->truncated;
+    delayed += setup.counters->delayed;
   }
   const FaultSpec spec = *FaultSpec::parse(sc.faults);
   // The faults were injected and had the effect the protocol must absorb.
@@ -63,6 +64,9 @@ TEST_P(FaultTest, EveryRankGetsExactlyTheRootsBytes) {
   }
   if (spec.reorder > 0) {
     EXPECT_GT(reordered, 0u);
+  }
+  if (spec.delay.count() > 0) {
+    EXPECT_GT(delayed, 0u);
   }
   if (spec.corrupt > 0 || spec.truncate > 0) {
     EXPECT_GT(corrupted + truncated, 0u);
@@ -77,6 +81,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Scenario{"loss100", "drop=100%"}, Scenario{"duplicate", "dup=30%"},
                       Scenario{"reorder", "reorder=40%"}, Scenario{"corrupt", "corrupt=20%"},
                       Scenario{"truncate", "truncate=20%"},
+                      Scenario{"delay", "delay=2ms,reorder=20%"},
                       Scenario{"everything",
                                "drop=10%,dup=10%,reorder=10%,corrupt=10%,truncate=5%"}),
     [](const ::testing::TestParamInfo<Scenario>& i) { return std::string(i.param.name); });
