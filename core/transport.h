@@ -72,6 +72,11 @@ class P2pChannel {
   /// Up to out.size() events; never blocks.
   virtual std::size_t poll(std::span<P2pEvent> out) = 0;
   virtual void release(const RecvView& view) = 0;
+  /// A file descriptor readable when poll may return something (-1: none),
+  /// and its arming (kAgain when events are pending), for transports that
+  /// combine the reliable channel with their own sockets in one wait.
+  virtual int event_fd() const { return -1; }
+  virtual Status arm() { return Status::ok(); }
 };
 
 /// A registered memory range; deregisters when destroyed. Move-only.
@@ -115,7 +120,8 @@ class Transport {
   virtual Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) = 0;
   /// A fresh multicast address for a new group, chosen by one rank.
   virtual std::string choose_multicast_address(uint64_t random) = 0;
-  /// The reliable channel among the group's ranks.
+  /// The reliable channel among the group's ranks. Collective: every rank of
+  /// the group calls it in the same order (channels may exchange addresses).
   virtual Result<std::unique_ptr<P2pChannel>> open_p2p() = 0;
   /// Registers memory for zero-copy use. Transports without registration return
   /// a region with key 0 and no deregistration.

@@ -9,6 +9,7 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
   Args a;
   // Environment first, so flags override it.
   IBBCAST_RETURN_IF_ERROR(a.engine.load_env());
+  IBBCAST_RETURN_IF_ERROR(a.udp.load_env());
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) {
@@ -36,11 +37,20 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
       a.options[key] = value;
     } else if (a.engine.has(key)) {
       IBBCAST_RETURN_IF_ERROR(a.engine.set(key, value, ConfigOrigin::kFlag));
+    } else if (a.udp.has(key)) {
+      IBBCAST_RETURN_IF_ERROR(a.udp.set(key, value, ConfigOrigin::kFlag));
     } else {
       return make_error(Errc::kInvalidArgument, "unknown option --" + key);
     }
   }
   return a;
+}
+
+std::vector<ConfigRow> Args::rows() const {
+  std::vector<ConfigRow> r = engine.rows();
+  for (auto& row : udp.rows())
+    r.push_back(std::move(row));
+  return r;
 }
 
 std::string option(const Args& a, const std::string& key, const std::string& def) {

@@ -10,13 +10,18 @@
 #include "core/config.h"
 #include "core/engine_config.h"
 #include "core/status.h"
+#include "transports/udp_config.h"
 
 namespace ibbcast::tool {
 
 struct Args {
   Config<EngineConfig> engine{"engine", engine_config_table()};
+  Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
   std::map<std::string, std::string> options;  ///< the subcommand's own --key value
   std::vector<std::string> positional;
+
+  /// Every layer's rows, for `info --config` and docs/config.md.
+  std::vector<ConfigRow> rows() const;
 };
 
 /// Parses argv after the subcommand. `known` lists the subcommand's own

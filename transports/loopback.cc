@@ -145,6 +145,15 @@ class P2pLoop final : public P2pChannel {
   }
 
   void release(const RecvView& view) override { held_.erase(view.handle); }
+  int event_fd() const override { return f_->boxes[rank_].efd; }
+  Status arm() override {
+    uint64_t v = 0;
+    ssize_t r = ::read(f_->boxes[rank_].efd, &v, sizeof v);
+    (void)r;
+    std::lock_guard lock(f_->mu);
+    if (!f_->boxes[rank_].messages[channel_].empty()) return make_error(Errc::kAgain, "");
+    return Status::ok();
+  }
 
  private:
   std::shared_ptr<Fabric> f_;

@@ -8,22 +8,50 @@
 
 #include "core/group.h"
 #include "tests/conformance/backend_fixture.h"
+#include "tests/conformance/private_netns.h"
 #include "tests/support/rank_runner.h"
 #include "transports/loopback.h"
+#include "transports/udp.h"
 
 namespace ibbcast::conformance {
 namespace {
 
+std::vector<RankEnv> loopback_env(uint32_t ranks) {
+  auto f = loopback::make_fabric(ranks);
+  std::vector<RankEnv> v;
+  for (uint32_t r = 0; r < ranks; ++r) {
+    v.push_back({loopback::make_transport(f, r), loopback::make_bootstrap(f, r)});
+  }
+  return v;
+}
+
+// Real IP multicast sockets on the loopback interface of a private network
+// namespace; the reliable channel and bootstrap are in-process.
+std::vector<RankEnv> udp_env(uint32_t ranks, const std::string& family) {
+  auto f = loopback::make_fabric(ranks);
+  std::vector<RankEnv> v;
+  for (uint32_t r = 0; r < ranks; ++r) {
+    udp::UdpConfig cfg;
+    cfg.interface = kPrivateInterface;
+    cfg.family = family;
+    cfg.max_datagram = 9000;
+    auto t =
+        udp::make_transport(cfg, [f, r] { return loopback::make_transport(f, r)->open_p2p(); });
+    if (!t) {
+      ADD_FAILURE() << "udp transport: " << t.status().to_string();
+      return {};
+    }
+    v.push_back({std::move(*t), loopback::make_bootstrap(f, r)});
+  }
+  return v;
+}
+
 std::vector<Backend> backends() {
-  return {Backend{"loopback", [] { return std::string(); },
-                  [](uint32_t ranks) {
-                    auto f = loopback::make_fabric(ranks);
-                    std::vector<RankEnv> v;
-                    for (uint32_t r = 0; r < ranks; ++r) {
-                      v.push_back({loopback::make_transport(f, r), loopback::make_bootstrap(f, r)});
-                    }
-                    return v;
-                  }}};
+  return {
+      Backend{"loopback", [] { return std::string(); }, loopback_env},
+      Backend{"udp4", enter_private_netns, [](uint32_t n) { return udp_env(n, "ipv4"); }},
+      Backend{"udp6", enter_private_netns, [](uint32_t n) { return udp_env(n, "ipv6"); }},
+  };
 }
 
 class Conformance : public ::testing::TestWithParam<Backend> {
@@ -123,6 +151,8 @@ TEST_P(Conformance, EveryAlgorithmBroadcastsByteExact) {
     EngineConfig cfg;
     cfg.algorithm = static_cast<Algorithm>(a);
     std::vector<Status> st(kRanks);
+    std::vector<uint64_t> useful(kRanks);
+    std::vector<int> multicast(kRanks);
     std::vector<std::thread> th;
     const std::size_t n = 100 * 1000 + 3;
     const auto want = testing::pattern(n, static_cast<uint64_t>(a));
@@ -139,6 +169,8 @@ TEST_P(Conformance, EveryAlgorithmBroadcastsByteExact) {
           if (st[r] && buf != want) st[r] = make_error(Errc::kCorrupt, "wrong bytes");
           if (!st[r]) return;
         }
+        useful[r] = (*g)->stats().datagrams_useful;
+        multicast[r] = (*g)->multicast_active() ? 1 : 0;
       });
     }
     for (auto& t : th)
@@ -146,6 +178,17 @@ TEST_P(Conformance, EveryAlgorithmBroadcastsByteExact) {
     for (uint32_t r = 0; r < kRanks; ++r) {
       EXPECT_TRUE(st[r].is_ok()) << algorithm_name(static_cast<Algorithm>(a)) << " rank " << r
                                  << ": " << st[r].to_string();
+    }
+    // Stage 2 alone would also deliver every byte: make sure multicast really
+    // carried fragments, or a dead multicast path would pass unnoticed.
+    if (static_cast<Algorithm>(a) == Algorithm::kTwoStage &&
+        env[0].transport->capabilities().native_multicast) {
+      uint64_t total = 0;
+      for (uint32_t r = 0; r < kRanks; ++r) {
+        EXPECT_EQ(multicast[r], 1) << "rank " << r;
+        total += useful[r];
+      }
+      EXPECT_GT(total, 0u) << "no fragment arrived by multicast";
     }
   }
 }
