@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "ibbcast_build.h"
 #include "tools/commands.h"
 
 namespace {
@@ -13,6 +14,8 @@ void usage() {
       "  demo        local multi-rank broadcast over the loopback fabric: per-rank\n"
       "              completion times, datagram statistics, byte check\n"
       "              --ranks 8 --size 1m --root 0 --iterations 20 --faults drop=5%\n"
+      "  run         one rank of a multi-process broadcast (start with mpirun/srun):\n"
+      "              udp multicast + UCX; --size --iterations --root --faults\n"
       "  info        backends of this build; --config: every knob, value, origin\n"
       "  config-doc  docs/config.md, generated from the config tables\n"
       "engine knobs work as flags everywhere: --algorithm two_stage --fragment-size 4k ...\n"
@@ -29,6 +32,15 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "demo") return ibbcast::tool::cmd_demo(argc - 2, argv + 2);
+  if (cmd == "run") {
+#if IBBCAST_HAVE_UCX && IBBCAST_HAVE_PMIX
+    return ibbcast::tool::cmd_run(argc - 2, argv + 2);
+#else
+    std::fputs("ibbcast run: this build has no UCX or no PMIx (install libucx-dev libpmix-dev)\n",
+               stderr);
+    return 2;
+#endif
+  }
   if (cmd == "info") return ibbcast::tool::cmd_info(argc - 2, argv + 2);
   if (cmd == "config-doc") return ibbcast::tool::cmd_config_doc(argc - 2, argv + 2);
   std::fprintf(stderr, "ibbcast: unknown command '%s'\n", cmd.c_str());

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <string_view>
 
 namespace ibbcast::pmix {
 namespace {
@@ -13,8 +15,8 @@ namespace {
 // The variables a PMIx server (mpirun/orted, prted, slurmd) exports to its
 // clients. The URI names are versioned, and process_env cannot enumerate.
 constexpr std::string_view kLaunchVars[] = {
-    "PMIX_RANK",          "PMIX_NAMESPACE",     "PMIX_SERVER_URI",   "PMIX_SERVER_URI2",
-    "PMIX_SERVER_URI21",  "PMIX_SERVER_URI3",   "PMIX_SERVER_URI4",  "PMIX_SERVER_URI41",
+    "PMIX_RANK",         "PMIX_NAMESPACE",   "PMIX_SERVER_URI",  "PMIX_SERVER_URI2",
+    "PMIX_SERVER_URI21", "PMIX_SERVER_URI3", "PMIX_SERVER_URI4", "PMIX_SERVER_URI41",
 };
 
 // Keys stay in the PMIx store for the life of the client, and PMIx_Init is
@@ -64,6 +66,11 @@ pmix_proc_t make_proc(const std::string& nspace, pmix_rank_t rank) {
   return proc;
 }
 
+// PMIX_TIMEOUT is an int of seconds.
+int pmix_seconds(std::chrono::seconds s) {
+  return static_cast<int>(std::clamp<int64_t>(s.count(), 0, INT32_MAX));
+}
+
 // PMIx_Get hands out a malloc'ed value the caller must destruct and free.
 struct ValueDeleter {
   void operator()(pmix_value_t* v) const {
@@ -80,11 +87,14 @@ bool launched_by_pmix(const EnvLookup& env) {
                      [&](std::string_view name) { return env(name).has_value(); });
 }
 
-bool launched_by_pmix() { return launched_by_pmix(process_env); }
+bool launched_by_pmix() {
+  return launched_by_pmix(process_env);
+}
 
 Result<std::unique_ptr<Bootstrap>> Bootstrap::create(std::chrono::seconds fence_timeout) {
-  // Checked first: without a server, PMIx_Init would set up a singleton (or
-  // look for a system server) and leave us a job of one that never meets its peers.
+  // Checked first so the error names the fix: without a server PMIx 4.2's
+  // PMIx_Init only says UNREACHABLE (after making itself a "singleton"), and
+  // a system-level server, where one runs, would give a job of one.
   if (!launched_by_pmix()) {
     return make_error(Errc::kUnsupported,
                       "pmix: not launched by a PMIx launcher (no PMIX_RANK, PMIX_NAMESPACE or "
@@ -96,7 +106,14 @@ Result<std::unique_ptr<Bootstrap>> Bootstrap::create(std::chrono::seconds fence_
   }
   pmix_proc_t me{};
   if (pmix_status_t rc = PMIx_Init(&me, nullptr, 0); rc != PMIX_SUCCESS) {
-    return pmix_error(rc, "PMIx_Init");
+    Status st = pmix_error(rc, "PMIx_Init");
+    // The server named in PMIX_SERVER_URI* is the launcher's daemon on this
+    // node; not reaching it means it died, speaks an incompatible PMIx, or
+    // this process left the launcher's network namespace before init.
+    return make_error(st.code(), st.message() +
+                                     "; hint: the launcher's PMIx server (PMIX_SERVER_URI*) is not "
+                                     "reachable: init before switching network namespace, and "
+                                     "launch with a PMIx-enabled mpirun/srun of this PMIx");
   }
   std::string nspace(me.nspace, strnlen(me.nspace, sizeof(me.nspace)));
   std::unique_ptr<Bootstrap> b(new Bootstrap(std::move(nspace), me.rank, fence_timeout));
@@ -136,11 +153,12 @@ Status Bootstrap::fence(bool collect, const char* what) {
   if (fence_timeout_.count() > 0) {
     // Without a timeout a rank that died before the fence (or never reaches
     // it) would hang every other rank's setup forever.
-    const int seconds = static_cast<int>(std::min<int64_t>(fence_timeout_.count(), INT32_MAX));
+    const int seconds = pmix_seconds(fence_timeout_);
     PMIx_Info_load(&info[ninfo++], PMIX_TIMEOUT, &seconds, PMIX_INT);
   }
   const pmix_status_t rc = PMIx_Fence(&all, 1, ninfo == 0 ? nullptr : info, ninfo);
-  for (std::size_t i = 0; i < ninfo; ++i) PMIx_Value_destruct(&info[i].value);
+  for (std::size_t i = 0; i < ninfo; ++i)
+    PMIx_Value_destruct(&info[i].value);
   if (rc != PMIX_SUCCESS) return pmix_error(rc, std::string("PMIx_Fence (") + what + ")");
   return Status::ok();
 }
@@ -168,16 +186,21 @@ Status Bootstrap::allgather(std::span<const std::byte> mine, std::span<std::byte
   }
   IBBCAST_RETURN_IF_ERROR(fence(true, call.c_str()));
 
-  // The collecting fence already brought every rank's value here. Looking
-  // only locally turns a key a peer never put into an immediate error instead
-  // of a direct-modex request that would wait for it.
-  pmix_info_t local{};
+  // The collecting fence already gave the local server (or, with the ds21
+  // store, this client) every rank's value. PMIX_IMMEDIATE turns a key a peer
+  // never put into NOT_FOUND at once; a plain Get would instead ask the peer's
+  // server and wait for the key forever. PMIX_OPTIONAL (client store only)
+  // is not usable: with the "hash" store the data sits in the server.
+  pmix_info_t get_info[2] = {};
+  std::size_t nget = 0;
   const bool yes = true;
-  PMIx_Info_load(&local, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+  PMIx_Info_load(&get_info[nget++], PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+  const int seconds = pmix_seconds(fence_timeout_);
+  if (seconds > 0) PMIx_Info_load(&get_info[nget++], PMIX_TIMEOUT, &seconds, PMIX_INT);
   for (uint32_t r = 0; r < size_; ++r) {
     const pmix_proc_t peer = make_proc(nspace_, r);
     pmix_value_t* raw = nullptr;
-    const pmix_status_t rc = PMIx_Get(&peer, key.c_str(), &local, 1, &raw);
+    const pmix_status_t rc = PMIx_Get(&peer, key.c_str(), get_info, nget, &raw);
     if (rc == PMIX_ERR_NOT_FOUND) {
       return make_error(Errc::kMismatch, "pmix: rank " + std::to_string(r) + " has no " + key +
                                              ": ranks made different collective calls");
@@ -198,6 +221,8 @@ Status Bootstrap::allgather(std::span<const std::byte> mine, std::span<std::byte
   return Status::ok();
 }
 
-Status Bootstrap::barrier() { return fence(false, "barrier"); }
+Status Bootstrap::barrier() {
+  return fence(false, "barrier");
+}
 
 }  // namespace ibbcast::pmix

@@ -2,19 +2,23 @@
 // PMIx bootstrap, does allgathers of several sizes with bytes derived from
 // rank and round, checks every byte, then a barrier. Prints "rank R/N ok".
 //
-// With IBBCAST_TEST_NETNS=<name> the process first moves into the network
-// namespace /var/run/netns/<name> (after PMIx_Init): the network-namespace
-// tests need PMIx to keep working there. It does, because the client's
-// connection to its server was opened before the switch and sockets stay in
-// the namespace they were created in.
+// With IBBCAST_TEST_NETNS=<name>[,<name>...] each rank first moves into the
+// network namespace /var/run/netns/<name> (rank r takes entry r % count),
+// after PMIx_Init: the network-namespace tests need PMIx to keep working
+// there. It does, because the client's connection to its server (TCP to
+// 127.0.0.1) was opened before the switch, and a socket stays in the namespace
+// it was created in. Switching before PMIx_Init fails: the server's loopback
+// address is not reachable from the other namespace.
 #include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -47,6 +51,17 @@ std::string enter_netns(const std::string& name) {
   return {};
 }
 
+// Entry rank % count of a comma-separated list.
+std::string pick(const std::string& list, uint32_t rank) {
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1) {
+    names.push_back(list.substr(start, comma - start));
+  }
+  names.push_back(list.substr(start));
+  return names[rank % names.size()];
+}
+
 int fail(const std::string& who, const std::string& what) {
   std::fprintf(stderr, "%s: FAILED: %s\n", who.c_str(), what.c_str());
   return 1;
@@ -63,20 +78,22 @@ int main() {
   const std::string who = "rank " + std::to_string(rank) + "/" + std::to_string(size);
   if (rank >= size) return fail(who, "rank >= size");
 
-  if (auto ns = ibbcast::process_env("IBBCAST_TEST_NETNS"); ns && !ns->empty()) {
+  if (auto list = ibbcast::process_env("IBBCAST_TEST_NETNS"); list && !list->empty()) {
+    const std::string ns = pick(*list, rank);
     const std::string before = netns_id();
-    if (std::string err = enter_netns(*ns); !err.empty()) return fail(who, err);
+    if (std::string err = enter_netns(ns); !err.empty()) return fail(who, err);
     const std::string after = netns_id();
     if (after == before) return fail(who, "setns left the network namespace unchanged");
     std::printf("%s: switched network namespace %s -> %s (%s)\n", who.c_str(), before.c_str(),
-                after.c_str(), ns->c_str());
+                after.c_str(), ns.c_str());
   }
 
   const std::size_t sizes[] = {8, 1000, 0, 65536};
   for (uint32_t round = 0; round < std::size(sizes); ++round) {
     const std::size_t n = sizes[round];
     std::vector<std::byte> mine(n);
-    for (std::size_t i = 0; i < n; ++i) mine[i] = pattern(rank, round, i);
+    for (std::size_t i = 0; i < n; ++i)
+      mine[i] = pattern(rank, round, i);
     // Pre-filled with a value the pattern check would reject for rank 0, so
     // untouched output is noticed.
     std::vector<std::byte> all(n * size, ~pattern(0, round, 0));
@@ -94,9 +111,8 @@ int main() {
   }
 
   // A wrong-sized output must be refused before anything is collective.
-  std::vector<std::byte> one(4), short_out(4);
-  if (auto st = boot.allgather(one, std::span<std::byte>(short_out).first(size * 4 - 1));
-      st.code() != ibbcast::Errc::kInvalidArgument) {
+  std::vector<std::byte> one(4), short_out(std::size_t{size} * 4 - 1);
+  if (auto st = boot.allgather(one, short_out); st.code() != ibbcast::Errc::kInvalidArgument) {
     return fail(who, "bad output size not refused: " + st.to_string());
   }
 

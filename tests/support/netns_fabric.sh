@@ -35,6 +35,7 @@ prog=${0##*/}
 IFNAME=eth0
 BRIDGE=br0
 MCAST_MATCH='ether daddr & 01:00:00:00:00:00 == 01:00:00:00:00:00'
+DUP_MARK=0x1bbc
 
 die() {
   echo "$prog: $*" >&2
@@ -210,6 +211,13 @@ cmd_up() {
   set +E
 }
 
+# random_below PERCENT: nft expression true for PERCENT % of packets (none at 100: always).
+random_below() {
+  if (($1 < 100)); then
+    echo "numgen random mod 100 < $1"
+  fi
+}
+
 nft_sw() {
   ip netns exec "$1" nft -f -
 }
@@ -243,21 +251,21 @@ cmd_loss() {
   check_percent "$pct"
   pct=$((10#$pct))
   sw=$(sw_ns "$prefix")
-  local -a rules
+  local rule
+  rule="$MCAST_MATCH $(random_below "$pct") counter drop"
   if (($# == 3)); then
     local i
     i=$(host_index "$prefix" "$3")
     chain="loss_h$i"
-    rules=("oifname \"$prefix-p$i\" $MCAST_MATCH numgen random mod 100 < $pct counter drop")
+    rule="oifname \"$prefix-p$i\" $rule"
   else
     chain="loss_all"
-    rules=("$MCAST_MATCH numgen random mod 100 < $pct counter drop")
   fi
   if ((pct == 0)); then
     del_fault "$sw" bridge ibfault "$chain"
   else
     set_fault "$sw" bridge ibfault "$chain" \
-      "type filter hook forward priority 0; policy accept;" "${rules[@]}"
+      "type filter hook forward priority 0; policy accept;" "$rule"
   fi
 }
 
@@ -299,11 +307,13 @@ cmd_dup() {
     if ((pct == 0)); then
       del_fault "$sw" netdev ibdup "dup_h$i"
     else
-      # Egress of the bridge port towards the host: the copy leaves through the same port
-      # (it does not pass this hook again), after the bridge's loss/partition rules.
+      # Egress of the bridge port towards the host, so after the bridge's loss/partition
+      # rules. The copy leaves through the same port and passes this hook again: the mark,
+      # set before `dup to` and so inherited by the copy, keeps it from being copied again
+      # (the mark is scrubbed when the frame enters the host's namespace).
       set_fault "$sw" netdev ibdup "dup_h$i" \
         "type filter hook egress device \"$port\" priority 0; policy accept;" \
-        "$MCAST_MATCH numgen random mod 100 < $pct counter dup to \"$port\""
+        "meta mark != $DUP_MARK $MCAST_MATCH $(random_below "$pct") meta mark set $DUP_MARK counter dup to \"$port\""
     fi
   done
 }

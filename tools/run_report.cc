@@ -1,0 +1,57 @@
+#include "tools/run_report.h"
+
+#include <cstdio>
+#include <string>
+
+namespace ibbcast::tool {
+
+void fill_stats(RankReport& r, const GroupStats& s) {
+  r.datagrams_sent = s.datagrams_sent;
+  r.datagrams_received = s.datagrams_received;
+  r.datagrams_useful = s.datagrams_useful;
+  r.datagrams_duplicate = s.datagrams_duplicate;
+  r.rejected = s.rejected_total();
+  r.repaired = s.fragments_repaired;
+  r.messages_late = s.messages_late;
+}
+
+Status gather_reports(Bootstrap& boot, const RankReport& mine, std::vector<RankReport>& all) {
+  all.resize(boot.size());
+  return boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
+}
+
+void print_reports(const Args& args, const std::vector<RankReport>& all) {
+  std::printf("ibbcast run: %zu ranks, %s bytes, root %s, %s iterations, udp multicast + ucx\n",
+              all.size(), option(args, "size", "256k").c_str(), option(args, "root", "0").c_str(),
+              option(args, "iterations", "20").c_str());
+  std::printf("%4s %-17s %4s %11s %8s %8s %8s %8s %8s %s\n", "rank", "algorithm", "mc", "median_us",
+              "dg_sent", "dg_rx", "useful", "dup", "repair", "result");
+  uint64_t sent = 0, rx = 0, useful = 0, rejected = 0, repaired = 0;
+  int bad = 0;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const RankReport& x = all[r];
+    bad += x.ok ? 0 : 1;
+    sent += x.datagrams_sent;
+    rx += x.datagrams_received;
+    useful += x.datagrams_useful;
+    rejected += x.rejected;
+    repaired += x.repaired;
+    std::printf("%4zu %-17s %4s %11.1f %8llu %8llu %8llu %8llu %8llu %s\n", r,
+                std::string(algorithm_name(static_cast<Algorithm>(x.algorithm))).c_str(),
+                x.multicast ? "on" : "off", x.median_us,
+                static_cast<unsigned long long>(x.datagrams_sent),
+                static_cast<unsigned long long>(x.datagrams_received),
+                static_cast<unsigned long long>(x.datagrams_useful),
+                static_cast<unsigned long long>(x.datagrams_duplicate),
+                static_cast<unsigned long long>(x.repaired), x.ok ? "ok" : x.error);
+  }
+  std::printf("datagrams: sent=%llu received=%llu useful=%llu rejected=%llu; repaired=%llu\n",
+              static_cast<unsigned long long>(sent), static_cast<unsigned long long>(rx),
+              static_cast<unsigned long long>(useful), static_cast<unsigned long long>(rejected),
+              static_cast<unsigned long long>(repaired));
+  std::printf("%s: %s\n", bad == 0 ? "PASS" : "FAIL",
+              bad == 0 ? "every rank holds the root's bytes after every broadcast"
+                       : "some ranks failed (see result column)");
+}
+
+}  // namespace ibbcast::tool

@@ -1,0 +1,28 @@
+#pragma once
+// Per-rank results of `ibbcast run`, gathered to rank 0 over the bootstrap as
+// fixed-size records and printed as one table.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/stats.h"
+#include "core/transport.h"
+#include "tools/cli.h"
+
+namespace ibbcast::tool {
+
+struct RankReport {
+  uint32_t ok = 0;
+  uint32_t multicast = 0;
+  uint32_t algorithm = 0;
+  double median_us = 0;
+  uint64_t datagrams_sent = 0, datagrams_received = 0, datagrams_useful = 0;
+  uint64_t datagrams_duplicate = 0, rejected = 0, repaired = 0, messages_late = 0;
+  char error[160] = {};
+};
+
+void fill_stats(RankReport& r, const GroupStats& s);
+Status gather_reports(Bootstrap& boot, const RankReport& mine, std::vector<RankReport>& all);
+void print_reports(const Args& args, const std::vector<RankReport>& all);
+
+}  // namespace ibbcast::tool

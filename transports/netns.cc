@@ -1,0 +1,29 @@
+#include "transports/netns.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ibbcast {
+
+Status enter_netns(const std::string& name) {
+  const std::string path = "/var/run/netns/" + name;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return make_error(Errc::kUnsupported,
+                      "open " + path + ": " + std::strerror(errno) + " (is the namespace up?)");
+  }
+  int rc = ::setns(fd, CLONE_NEWNET);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) {
+    return make_error(Errc::kNoResource,
+                      "setns " + name + ": " + std::strerror(err) + " (needs CAP_SYS_ADMIN)");
+  }
+  return Status::ok();
+}
+
+}  // namespace ibbcast

@@ -1,0 +1,17 @@
+#pragma once
+// Moving the calling process into a named network namespace (ip netns), for
+// the namespace fabric: a rank is launched in the root namespace by mpirun,
+// bootstraps over PMIx there (its connection survives the move), then enters
+// its host's namespace before it opens sockets or UCX.
+
+#include <string>
+
+#include "core/status.h"
+
+namespace ibbcast {
+
+/// setns(CLONE_NEWNET) into /var/run/netns/<name>. Only the calling thread
+/// moves: call it before starting threads. kNoResource/kUnsupported with errno text.
+Status enter_netns(const std::string& name);
+
+}  // namespace ibbcast

@@ -1,0 +1,171 @@
+#include "transports/ucx_channel.h"
+
+#include <ucp/api/ucp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace ibbcast::ucx {
+namespace {
+
+// Long enough for a flush over a live link, short enough that a dead peer
+// whose UCX transport cannot notice the death (shared memory in one process)
+// does not stall the owner's teardown.
+constexpr auto kCloseTimeout = std::chrono::seconds(2);
+
+Status setup_error(const std::string& what, ucs_status_t s) {
+  Errc code = s == UCS_ERR_NO_MEMORY ? Errc::kNoResource : Errc::kDeviceLost;
+  return make_error(code, "ucx: " + what + ": " + ucs_status_string(s));
+}
+
+Status agree(Bootstrap& bootstrap, const Status& mine, const char* step) {
+  // Every rank reports whether its step worked, so all ranks return the same
+  // way: a rank that failed alone would leave the others in the next collective.
+  uint8_t ok = mine.is_ok() ? 1 : 0;
+  std::vector<uint8_t> all(bootstrap.size());
+  IBBCAST_RETURN_IF_ERROR(bootstrap.allgather(std::as_bytes(std::span(&ok, 1)),
+                                              std::as_writable_bytes(std::span(all))));
+  if (!mine) return mine;
+  for (uint32_t r = 0; r < all.size(); ++r) {
+    if (all[r] == 0) {
+      return make_error(Errc::kDeviceLost,
+                        std::string("ucx: rank ") + std::to_string(r) + " failed to " + step);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Channel::Channel(uint32_t rank, uint32_t size) : rank_(rank), size_(size), peers_(size) {
+  for (uint32_t r = 0; r < size; ++r) {
+    peers_[r].channel = this;
+    peers_[r].rank = r;
+  }
+}
+
+Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Options& options) {
+  std::unique_ptr<Channel> ch(new Channel(bootstrap.rank(), bootstrap.size()));
+
+  // Local setup: context, worker, event fd, address. A failure here is only
+  // reported after the collectives below, with the others'.
+  Status local;
+  std::vector<std::byte> address;
+  ucp_config_t* config = nullptr;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) local = setup_error("reading the UCX configuration", s);
+  if (local && !options.transports.empty()) {
+    s = ucp_config_modify(config, "TLS", options.transports.c_str());
+    if (s != UCS_OK) local = setup_error("transports \"" + options.transports + "\"", s);
+  }
+  if (local) {
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                        UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    params.mt_workers_shared = 0;
+    params.estimated_num_eps = ch->size_;
+    s = ucp_init(&params, config, &ch->context_);
+    if (s != UCS_OK) local = setup_error("ucp_init", s);
+  }
+  if (config != nullptr) ucp_config_release(config);
+  if (local) {
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // the group's thread is the only caller
+    s = ucp_worker_create(ch->context_, &wp, &ch->worker_);
+    if (s != UCS_OK) local = setup_error("ucp_worker_create", s);
+  }
+  if (local) {
+    s = ucp_worker_get_efd(ch->worker_, &ch->efd_);
+    if (s != UCS_OK) local = setup_error("ucp_worker_get_efd", s);
+  }
+  if (local) {
+    ucp_worker_attr_t attr{};
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+    s = ucp_worker_query(ch->worker_, &attr);
+    if (s != UCS_OK) {
+      local = setup_error("ucp_worker_query", s);
+    } else {
+      const auto* a = reinterpret_cast<const std::byte*>(attr.address);
+      address.assign(a, a + attr.address_length);
+      ch->max_am_header_ = attr.max_am_header;
+      ucp_worker_release_address(ch->worker_, attr.address);
+    }
+  }
+
+  // Fixed-size records for allgather: lengths first (0 marks a failed rank).
+  uint64_t length = local ? address.size() : 0;
+  std::vector<uint64_t> lengths(ch->size_);
+  IBBCAST_RETURN_IF_ERROR(bootstrap.allgather(std::as_bytes(std::span(&length, 1)),
+                                              std::as_writable_bytes(std::span(lengths))));
+  if (!local) return local;
+  for (uint32_t r = 0; r < ch->size_; ++r) {
+    if (lengths[r] == 0) {
+      return make_error(Errc::kDeviceLost,
+                        "ucx: rank " + std::to_string(r) + " failed to create its UCX worker");
+    }
+  }
+  const std::size_t stride = *std::max_element(lengths.begin(), lengths.end());
+  address.resize(stride);
+  std::vector<std::byte> addresses(stride * ch->size_);
+  IBBCAST_RETURN_IF_ERROR(bootstrap.allgather(address, addresses));
+
+  // The agreement doubles as the final barrier: no rank sends before every
+  // rank has its handler registered.
+  IBBCAST_RETURN_IF_ERROR(agree(bootstrap, ch->connect(addresses, stride), "connect"));
+  return ch;
+}
+
+Channel::~Channel() {
+  closing_ = true;
+  if (worker_ != nullptr) {
+    close_endpoints();
+    // Requests still pending die with the worker; their records are owned
+    // by members, which outlive this call.
+    ucp_worker_destroy(worker_);
+  }
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+void Channel::close_endpoints() {
+  std::vector<void*> pending;
+  for (Peer& p : peers_) {
+    if (p.ep == nullptr) continue;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    // A failed endpoint cannot flush; UCX requires force mode for it.
+    param.flags = p.failed ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t req = ucp_ep_close_nbx(p.ep, &param);
+    if (UCS_PTR_IS_PTR(req)) pending.push_back(req);
+    p.ep = nullptr;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kCloseTimeout;
+  while (!pending.empty() && std::chrono::steady_clock::now() < deadline) {
+    ucp_worker_progress(worker_);
+    std::erase_if(pending, [](void* req) {
+      if (ucp_request_check_status(req) == UCS_INPROGRESS) return false;
+      ucp_request_free(req);
+      return true;
+    });
+  }
+  // Past the deadline, the worker's destruction releases the endpoints forcibly.
+  for (void* req : pending)
+    ucp_request_free(req);
+}
+
+int Channel::event_fd() const {
+  return efd_;
+}
+
+Status Channel::arm() {
+  // Events already queued would never make the fd readable.
+  if (!events_.empty()) return make_error(Errc::kAgain, "events pending");
+  ucs_status_t s = ucp_worker_arm(worker_);
+  if (s == UCS_OK) return Status::ok();
+  if (s == UCS_ERR_BUSY) return make_error(Errc::kAgain, "ucx worker busy");
+  return setup_error("ucp_worker_arm", s);
+}
+
+}  // namespace ibbcast::ucx

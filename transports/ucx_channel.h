@@ -1,0 +1,120 @@
+#pragma once
+// The reliable channel over UCX active messages: the P2pChannel of every
+// backend without a better one. UCX picks the wire (shared memory or TCP
+// here, RC/DC on InfiniBand); this class adds what the core needs on top:
+// sender ranks, per-peer order across eager and rendezvous messages, owned
+// receive buffers, and exactly-once completion and failure events.
+//
+// UCX handles are forward-declared so that includers need no UCX headers.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "core/transport.h"
+
+struct ucp_context;
+struct ucp_worker;
+struct ucp_ep;
+
+namespace ibbcast::ucx {
+
+struct Options {
+  /// A UCX_TLS-like list ("tcp", "shm,self", "rc,sm"); "" keeps UCX's choice
+  /// (and the UCX_TLS environment variable, if set).
+  std::string transports;
+};
+
+class Channel : public P2pChannel {
+ public:
+  /// Collective over `bootstrap`: every rank calls it, in the same order.
+  /// Creates a UCP context and worker, exchanges worker addresses, connects
+  /// an endpoint to every rank (itself included) and registers the message
+  /// handler. All ranks fail together when any rank fails to set up, so no
+  /// rank is left waiting in a collective.
+  static Result<std::unique_ptr<Channel>> create(Bootstrap& bootstrap, const Options& options);
+  /// Closes the endpoints (flush; force for failed peers), waiting at most
+  /// kCloseTimeout, then destroys the worker and the context.
+  ~Channel() override;
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  /// Sending to oneself works (through UCX's loopback endpoint).
+  Result<bool> send(uint32_t peer, const Gather& frame, uint64_t token) override;
+  std::size_t poll(std::span<P2pEvent> out) override;
+  void release(const RecvView& view) override;
+  /// The worker's event fd; arm() returns kAgain when events are pending.
+  int event_fd() const override;
+  Status arm() override;
+
+  uint32_t rank() const { return rank_; }
+  uint32_t size() const { return size_; }
+
+ private:
+  struct Glue;  // the UCX callbacks (ucx_channel_io.cc)
+
+  /// An owned message: [frame header | payload | frame trailer].
+  struct Buffer {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t size = 0;
+  };
+  struct Peer {
+    Channel* channel = nullptr;
+    uint32_t rank = 0;
+    ucp_ep* ep = nullptr;
+    bool failed = false;
+    uint64_t next_send_seq = 0;
+    uint64_t next_recv_seq = 0;
+    /// Messages that completed ahead of an earlier one (rendezvous still
+    /// running), keyed by sequence number.
+    std::map<uint64_t, Buffer> early;
+  };
+  /// One send in flight: the AM header UCX reads until completion, and the
+  /// whole frame when it had to be copied.
+  struct SendOp {
+    Channel* channel = nullptr;
+    uint32_t peer = 0;
+    uint64_t token = 0;
+    std::vector<std::byte> header;
+    std::vector<std::byte> copy;
+  };
+  /// One rendezvous receive in flight.
+  struct RecvOp {
+    Channel* channel = nullptr;
+    uint32_t peer = 0;
+    uint64_t seq = 0;
+    Buffer buffer;
+  };
+
+  Channel(uint32_t rank, uint32_t size);
+  Status connect(std::span<const std::byte> addresses, std::size_t stride);
+  void close_endpoints();
+  void deliver(uint32_t peer, uint64_t seq, Buffer buffer);
+  void fail_peer(uint32_t peer, const std::string& why);
+  SendOp* take_send_op();
+  void recycle(SendOp* op);
+
+  const uint32_t rank_;
+  const uint32_t size_;
+  ucp_context* context_ = nullptr;
+  ucp_worker* worker_ = nullptr;
+  int efd_ = -1;
+  std::size_t max_am_header_ = 0;
+  bool closing_ = false;
+  std::vector<Peer> peers_;  // sized once: UCX error callbacks hold pointers into it
+  std::deque<P2pEvent> events_;
+  std::unordered_map<uint64_t, Buffer> held_;  // delivered, not yet released
+  uint64_t next_handle_ = 1;
+  std::unordered_map<SendOp*, std::unique_ptr<SendOp>> sends_;
+  std::vector<std::unique_ptr<SendOp>> spare_sends_;
+  std::unordered_map<RecvOp*, std::unique_ptr<RecvOp>> recvs_;
+};
+
+}  // namespace ibbcast::ucx

@@ -1,0 +1,280 @@
+// The data path of the UCX channel: endpoints, sends, the active-message
+// handler, rendezvous receives and the per-peer reorder step.
+#include "transports/ucx_channel.h"
+
+#include <ucp/api/ucp.h>
+
+#include <cstring>
+
+namespace ibbcast::ucx {
+namespace {
+
+constexpr unsigned kAmId = 0x1bb;
+// Beyond this many sends in flight, send() reports back-pressure instead of
+// letting UCX queue without bound.
+constexpr std::size_t kMaxInflightSends = 4096;
+// Bounds one poll() so a steady stream of arrivals cannot keep it looping.
+constexpr int kMaxProgressCalls = 64;
+
+/// Our part of the UCX AM header; the frame's header and trailer follow it.
+struct AmHeader {
+  uint32_t from;
+  uint32_t head_len;
+  uint32_t tail_len;
+  uint32_t reserved;
+  uint64_t seq;  ///< per (sender, receiver): restores order after rendezvous
+};
+
+bool peer_gone(ucs_status_t s) {
+  return s == UCS_ERR_CONNECTION_RESET || s == UCS_ERR_ENDPOINT_TIMEOUT ||
+         s == UCS_ERR_UNREACHABLE || s == UCS_ERR_CANCELED || s == UCS_ERR_REJECTED;
+}
+
+void append(std::vector<std::byte>& v, std::span<const std::byte> part) {
+  v.insert(v.end(), part.begin(), part.end());
+}
+
+}  // namespace
+
+struct Channel::Glue {
+  static void on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+    auto* p = static_cast<Peer*>(arg);
+    p->channel->fail_peer(p->rank, std::string("ucx endpoint error: ") + ucs_status_string(status));
+  }
+
+  static void on_send_done(void* request, ucs_status_t status, void* user_data) {
+    auto* op = static_cast<SendOp*>(user_data);
+    Channel* ch = op->channel;
+    P2pEvent e;
+    e.kind = P2pEvent::Kind::kSendComplete;
+    e.peer = op->peer;
+    e.token = op->token;
+    ch->events_.push_back(std::move(e));
+    // A lost message breaks the peer's ordered stream: treat it as failed.
+    if (status != UCS_OK && !ch->closing_) {
+      ch->fail_peer(op->peer, std::string("ucx send failed: ") + ucs_status_string(status));
+    }
+    ch->recycle(op);
+    ucp_request_free(request);
+  }
+
+  static void finish_recv(RecvOp* op, ucs_status_t status) {
+    Channel* ch = op->channel;
+    auto node = ch->recvs_.extract(op);
+    if (status == UCS_OK) {
+      ch->deliver(op->peer, op->seq, std::move(op->buffer));
+    } else if (!ch->closing_) {
+      ch->fail_peer(op->peer,
+                    std::string("ucx rendezvous receive failed: ") + ucs_status_string(status));
+    }
+  }
+
+  static void on_recv_done(void* request, ucs_status_t status, size_t /*length*/, void* user_data) {
+    finish_recv(static_cast<RecvOp*>(user_data), status);
+    ucp_request_free(request);
+  }
+
+  static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
+                            size_t length, const ucp_am_recv_param_t* param) {
+    auto* ch = static_cast<Channel*>(arg);
+    AmHeader h;
+    if (header_length < sizeof h) return UCS_OK;  // not ours: drop
+    std::memcpy(&h, header, sizeof h);
+    if (h.from >= ch->size_ || sizeof h + h.head_len + h.tail_len != header_length) return UCS_OK;
+    Buffer b;
+    b.size = h.head_len + length + h.tail_len;
+    b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
+    const auto* extra = static_cast<const std::byte*>(header) + sizeof h;
+    std::memcpy(b.data.get(), extra, h.head_len);
+    std::memcpy(b.data.get() + h.head_len + length, extra + h.head_len, h.tail_len);
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+      // Eager: UCX owns `data` only during this call, so copy.
+      if (length != 0) std::memcpy(b.data.get() + h.head_len, data, length);
+      ch->deliver(h.from, h.seq, std::move(b));
+      return UCS_OK;
+    }
+    auto owned = std::make_unique<RecvOp>();
+    RecvOp* op = owned.get();
+    op->channel = ch;
+    op->peer = h.from;
+    op->seq = h.seq;
+    op->buffer = std::move(b);
+    ch->recvs_.emplace(op, std::move(owned));
+    ucp_request_param_t rp{};
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.cb.recv_am = &Glue::on_recv_done;
+    rp.user_data = op;
+    // Started inside the handler, UCX keeps the descriptor itself (UCS_OK is
+    // the right return); the op is registered first so that a completion
+    // inside this call finds it.
+    ucs_status_ptr_t req =
+        ucp_am_recv_data_nbx(ch->worker_, data, op->buffer.data.get() + h.head_len, length, &rp);
+    if (req == nullptr) {
+      finish_recv(op, UCS_OK);
+    } else if (UCS_PTR_IS_ERR(req)) {
+      finish_recv(op, UCS_PTR_STATUS(req));
+    }
+    return UCS_OK;
+  }
+};
+
+Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride) {
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                  UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  hp.id = kAmId;
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  hp.cb = &Glue::on_am;
+  hp.arg = this;
+  ucs_status_t s = ucp_worker_set_am_recv_handler(worker_, &hp);
+  if (s != UCS_OK) {
+    return make_error(Errc::kDeviceLost,
+                      std::string("ucx: ucp_worker_set_am_recv_handler: ") + ucs_status_string(s));
+  }
+  for (uint32_t r = 0; r < size_; ++r) {
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(addresses.data() + r * stride);
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = &Glue::on_ep_error;
+    ep.err_handler.arg = &peers_[r];
+    s = ucp_ep_create(worker_, &ep, &peers_[r].ep);
+    if (s != UCS_OK) {
+      peers_[r].ep = nullptr;
+      return make_error(Errc::kDeviceLost, "ucx: connecting to rank " + std::to_string(r) + ": " +
+                                               ucs_status_string(s));
+    }
+  }
+  return Status::ok();
+}
+
+Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
+  if (peer >= size_) {
+    return make_error(Errc::kInvalidArgument, "ucx: no rank " + std::to_string(peer));
+  }
+  Peer& p = peers_[peer];
+  if (p.failed || p.ep == nullptr) {
+    return make_error(Errc::kPeerFailed, "ucx: rank " + std::to_string(peer) + " has failed");
+  }
+  if (sends_.size() >= kMaxInflightSends) return make_error(Errc::kAgain, "ucx: sends in flight");
+
+  SendOp* op = take_send_op();
+  op->peer = peer;
+  op->token = token;
+  const auto head = frame.parts[0], payload = frame.parts[1], tail = frame.parts[2];
+  AmHeader h{rank_, static_cast<uint32_t>(head.size()), static_cast<uint32_t>(tail.size()), 0,
+             p.next_send_seq};
+  const void* data = payload.data();
+  std::size_t length = payload.size();
+  if (sizeof h + head.size() + tail.size() > max_am_header_) {
+    // Too big for the AM header: send one copied frame instead.
+    h.head_len = h.tail_len = 0;
+    for (const auto& part : frame.parts)
+      append(op->copy, part);
+    data = op->copy.data();
+    length = op->copy.size();
+  }
+  // Header and trailer ride in the AM header; UCX reads it until completion,
+  // and the caller's copies die with this call, so the op holds them.
+  append(op->header, std::as_bytes(std::span(&h, 1)));
+  if (h.head_len != 0) append(op->header, head);
+  if (h.tail_len != 0) append(op->header, tail);
+
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  rp.cb.send = &Glue::on_send_done;
+  rp.user_data = op;
+  // The returned request belongs to the callback (which may even have run
+  // already): never touch it here.
+  ucs_status_ptr_t req =
+      ucp_am_send_nbx(p.ep, kAmId, op->header.data(), op->header.size(), data, length, &rp);
+  if (UCS_PTR_IS_ERR(req)) {
+    recycle(op);
+    ucs_status_t s = UCS_PTR_STATUS(req);
+    std::string why = "ucx: send to rank " + std::to_string(peer) + ": " + ucs_status_string(s);
+    if (peer_gone(s)) return make_error(Errc::kPeerFailed, why);
+    return make_error(s == UCS_ERR_NO_MEMORY ? Errc::kNoResource : Errc::kDeviceLost, why);
+  }
+  ++p.next_send_seq;
+  if (req != nullptr) return false;
+  recycle(op);  // completed inside the call: no callback will come
+  return true;
+}
+
+std::size_t Channel::poll(std::span<P2pEvent> out) {
+  for (int i = 0; i < kMaxProgressCalls && events_.size() < out.size(); ++i) {
+    if (ucp_worker_progress(worker_) == 0) break;
+  }
+  std::size_t n = 0;
+  while (n < out.size() && !events_.empty()) {
+    out[n++] = std::move(events_.front());
+    events_.pop_front();
+  }
+  return n;
+}
+
+void Channel::release(const RecvView& view) {
+  held_.erase(view.handle);
+}
+
+void Channel::deliver(uint32_t peer, uint64_t seq, Buffer buffer) {
+  Peer& p = peers_[peer];
+  if (seq < p.next_recv_seq) return;  // cannot happen with UCX's reliability; be safe
+  if (seq > p.next_recv_seq) {
+    p.early.emplace(seq, std::move(buffer));
+    return;
+  }
+  for (;;) {
+    const uint64_t handle = next_handle_++;
+    Buffer& held = held_[handle] = std::move(buffer);
+    P2pEvent e;
+    e.kind = P2pEvent::Kind::kMessage;
+    e.peer = peer;
+    e.message = RecvView{std::span<const std::byte>(held.data.get(), held.size), peer, handle};
+    events_.push_back(std::move(e));
+    ++p.next_recv_seq;
+    auto next = p.early.find(p.next_recv_seq);
+    if (next == p.early.end()) break;
+    buffer = std::move(next->second);
+    p.early.erase(next);
+  }
+}
+
+void Channel::fail_peer(uint32_t peer, const std::string& why) {
+  Peer& p = peers_[peer];
+  if (p.failed) return;  // one kPeerFailed per peer
+  p.failed = true;
+  if (closing_) return;
+  P2pEvent e;
+  e.kind = P2pEvent::Kind::kPeerFailed;
+  e.peer = peer;
+  e.reason = why;
+  events_.push_back(std::move(e));
+}
+
+Channel::SendOp* Channel::take_send_op() {
+  std::unique_ptr<SendOp> op;
+  if (spare_sends_.empty()) {
+    op = std::make_unique<SendOp>();
+    op->channel = this;
+  } else {
+    op = std::move(spare_sends_.back());
+    spare_sends_.pop_back();
+  }
+  SendOp* raw = op.get();
+  sends_.emplace(raw, std::move(op));
+  return raw;
+}
+
+void Channel::recycle(SendOp* op) {
+  auto node = sends_.extract(op);
+  op->header.clear();
+  op->copy.clear();
+  // Keep a few for reuse; a large copy buffer is not worth keeping around.
+  if (spare_sends_.size() < 64 && op->copy.capacity() <= 64 * 1024) {
+    spare_sends_.push_back(std::move(node.mapped()));
+  }
+}
+
+}  // namespace ibbcast::ucx
