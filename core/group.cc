@@ -45,6 +45,9 @@ Result<bool> Group::test(uint64_t request) {
       return false;
     case OpState::kDone:
       engine_->release(request);
+      // Forwards handed to the transport must be on the wire before this
+      // rank may stop progressing.
+      IBBCAST_RETURN_IF_ERROR(p2p_->flush(engine_->config().timeout));
       return true;
     case OpState::kFailed:
       engine_->release(request);

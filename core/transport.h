@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/units.h"
 
 namespace ibbcast {
 
@@ -77,6 +78,13 @@ class P2pChannel {
   /// combine the reliable channel with their own sockets in one wait.
   virtual int event_fd() const { return -1; }
   virtual Status arm() { return Status::ok(); }
+  /// Pushes every accepted send onto the wire before `timeout`, so a rank can
+  /// stop progressing (return to the application) without stranding bytes
+  /// its peers wait for. Channels that write synchronously return at once.
+  virtual Status flush(Nanos timeout) {
+    (void)timeout;
+    return Status::ok();
+  }
 };
 
 /// A registered memory range; deregisters when destroyed. Move-only.

@@ -9,9 +9,10 @@
 namespace ibbcast::ucx {
 namespace {
 
-// Long enough for a flush over a live link, short enough that a dead peer
-// whose UCX transport cannot notice the death (shared memory in one process)
-// does not stall the owner's teardown.
+using Clock = std::chrono::steady_clock;
+
+// Long enough for a flush over a live link, short enough that a peer which
+// stopped progressing does not stall the owner's teardown for long.
 constexpr auto kCloseTimeout = std::chrono::seconds(2);
 
 Status setup_error(const std::string& what, ucs_status_t s) {
@@ -115,6 +116,9 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   // The agreement doubles as the final barrier: no rank sends before every
   // rank has its handler registered.
   IBBCAST_RETURN_IF_ERROR(agree(bootstrap, ch->connect(addresses, stride), "connect"));
+  IBBCAST_RETURN_IF_ERROR(
+      agree(bootstrap, ch->wire_up(std::chrono::steady_clock::now() + std::chrono::seconds(30)),
+            "wire-up"));
   return ch;
 }
 
@@ -130,29 +134,89 @@ Channel::~Channel() {
 }
 
 void Channel::close_endpoints() {
-  std::vector<void*> pending;
+  // Flush first, so that sends the peers can still take are not cut off.
+  // Endpoints whose flush does not finish in time (a dead or stuck peer) are
+  // closed by force, which cancels their requests: the callbacks run and
+  // UCX gets its requests back before the worker goes.
+  std::vector<std::pair<void*, Peer*>> pending;
+  for (Peer& p : peers_) {
+    if (p.ep == nullptr || p.failed) continue;
+    ucp_request_param_t param{};
+    ucs_status_ptr_t req = ucp_ep_flush_nbx(p.ep, &param);
+    if (UCS_PTR_IS_PTR(req)) pending.emplace_back(req, &p);
+    if (UCS_PTR_IS_ERR(req)) p.failed = true;
+  }
+  wait_requests(pending, Clock::now() + kCloseTimeout / 2);
+  for (auto& [req, p] : pending) {
+    ucp_request_free(req);  // released by UCX when the forced close ends it
+    p->failed = true;
+  }
+  pending.clear();
   for (Peer& p : peers_) {
     if (p.ep == nullptr) continue;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    // A failed endpoint cannot flush; UCX requires force mode for it.
     param.flags = p.failed ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     ucs_status_ptr_t req = ucp_ep_close_nbx(p.ep, &param);
-    if (UCS_PTR_IS_PTR(req)) pending.push_back(req);
+    if (UCS_PTR_IS_PTR(req)) pending.emplace_back(req, &p);
     p.ep = nullptr;
   }
-  const auto deadline = std::chrono::steady_clock::now() + kCloseTimeout;
-  while (!pending.empty() && std::chrono::steady_clock::now() < deadline) {
+  const auto deadline = Clock::now() + kCloseTimeout / 2;
+  wait_requests(pending, deadline);
+  // A forced close purges the requests from the worker's progress, and ours
+  // tell when UCX has called them all back.
+  while ((!sends_.empty() || !recvs_.empty()) && Clock::now() < deadline)
     ucp_worker_progress(worker_);
-    std::erase_if(pending, [](void* req) {
-      if (ucp_request_check_status(req) == UCS_INPROGRESS) return false;
-      ucp_request_free(req);
+  // Past the deadline the worker's destruction releases what is left.
+  for (auto& [req, p] : pending)
+    ucp_request_free(req);
+}
+
+void Channel::wait_requests(std::vector<std::pair<void*, Peer*>>& reqs,
+                            std::chrono::steady_clock::time_point deadline) {
+  while (!reqs.empty() && Clock::now() < deadline) {
+    ucp_worker_progress(worker_);
+    std::erase_if(reqs, [](const auto& entry) {
+      if (ucp_request_check_status(entry.first) == UCS_INPROGRESS) return false;
+      ucp_request_free(entry.first);
       return true;
     });
   }
-  // Past the deadline, the worker's destruction releases the endpoints forcibly.
-  for (void* req : pending)
-    ucp_request_free(req);
+}
+
+void Channel::deliver(uint32_t peer, uint64_t seq, Buffer buffer) {
+  Peer& p = peers_[peer];
+  if (seq < p.next_recv_seq) return;  // cannot happen with UCX's reliability; be safe
+  if (seq > p.next_recv_seq) {
+    p.early.emplace(seq, std::move(buffer));
+    return;
+  }
+  for (;;) {
+    const uint64_t handle = next_handle_++;
+    Buffer& held = held_[handle] = std::move(buffer);
+    P2pEvent e;
+    e.kind = P2pEvent::Kind::kMessage;
+    e.peer = peer;
+    e.message = RecvView{std::span<const std::byte>(held.data.get(), held.size), peer, handle};
+    events_.push_back(std::move(e));
+    ++p.next_recv_seq;
+    auto next = p.early.find(p.next_recv_seq);
+    if (next == p.early.end()) break;
+    buffer = std::move(next->second);
+    p.early.erase(next);
+  }
+}
+
+void Channel::fail_peer(uint32_t peer, const std::string& why) {
+  Peer& p = peers_[peer];
+  if (p.failed) return;  // one kPeerFailed per peer
+  p.failed = true;
+  if (closing_) return;
+  P2pEvent e;
+  e.kind = P2pEvent::Kind::kPeerFailed;
+  e.peer = peer;
+  e.reason = why;
+  events_.push_back(std::move(e));
 }
 
 int Channel::event_fd() const {

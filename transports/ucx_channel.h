@@ -1,12 +1,17 @@
 #pragma once
 // The reliable channel over UCX active messages: the P2pChannel of every
-// backend without a better one. UCX picks the wire (shared memory or TCP
-// here, RC/DC on InfiniBand); this class adds what the core needs on top:
-// sender ranks, per-peer order across eager and rendezvous messages, owned
-// receive buffers, and exactly-once completion and failure events.
+// backend without a better one. UCX picks the wire (TCP, RC/DC on
+// InfiniBand); this class adds what the core needs on top: sender ranks,
+// per-peer order across eager and rendezvous messages, owned receive
+// buffers, and exactly-once completion and failure events.
+//
+// Endpoints use UCP_ERR_HANDLING_MODE_PEER so that dead peers are reported.
+// UCX 1.13's shared-memory and self transports do not support that mode, so
+// ranks on one host talk over TCP loopback (or the HCA), never over shm.
 //
 // UCX handles are forward-declared so that includers need no UCX headers.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -15,6 +20,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -27,8 +33,9 @@ struct ucp_ep;
 namespace ibbcast::ucx {
 
 struct Options {
-  /// A UCX_TLS-like list ("tcp", "shm,self", "rc,sm"); "" keeps UCX's choice
-  /// (and the UCX_TLS environment variable, if set).
+  /// A UCX_TLS-like list ("tcp", "rc_x,tcp"); "" keeps UCX's choice (and
+  /// the UCX_TLS environment variable, if set). It must name a transport
+  /// with peer failure handling: "shm,self" alone fails create().
   std::string transports;
 };
 
@@ -40,19 +47,27 @@ class Channel : public P2pChannel {
   /// handler. All ranks fail together when any rank fails to set up, so no
   /// rank is left waiting in a collective.
   static Result<std::unique_ptr<Channel>> create(Bootstrap& bootstrap, const Options& options);
-  /// Closes the endpoints (flush; force for failed peers), waiting at most
-  /// kCloseTimeout, then destroys the worker and the context.
+  /// Flushes the endpoints and closes them (by force where the flush did not
+  /// finish or the peer failed), waiting 2 s at most in all, then destroys
+  /// the worker and the context.
   ~Channel() override;
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
 
-  /// Sending to oneself works (through UCX's loopback endpoint).
+  /// Sends one active message. Sending to oneself works (an endpoint to the
+  /// own worker). Errors: kPeerFailed once the peer's endpoint failed,
+  /// kAgain with 4096 sends in flight, kNoResource when UCX is out of
+  /// memory, kDeviceLost for other UCX errors (with UCX's status string).
   Result<bool> send(uint32_t peer, const Gather& frame, uint64_t token) override;
   std::size_t poll(std::span<P2pEvent> out) override;
   void release(const RecvView& view) override;
   /// The worker's event fd; arm() returns kAgain when events are pending.
   int event_fd() const override;
   Status arm() override;
+  /// ucp_worker_flush: UCX's TCP transport keeps "completed" eager sends in
+  /// its own buffer until the next progress call, so a rank about to stop
+  /// progressing must flush or its successor starves.
+  Status flush(Nanos timeout) override;
 
   uint32_t rank() const { return rank_; }
   uint32_t size() const { return size_; }
@@ -95,7 +110,10 @@ class Channel : public P2pChannel {
 
   Channel(uint32_t rank, uint32_t size);
   Status connect(std::span<const std::byte> addresses, std::size_t stride);
+  Status wire_up(std::chrono::steady_clock::time_point deadline);
   void close_endpoints();
+  void wait_requests(std::vector<std::pair<void*, Peer*>>& reqs,
+                     std::chrono::steady_clock::time_point deadline);
   void deliver(uint32_t peer, uint64_t seq, Buffer buffer);
   void fail_peer(uint32_t peer, const std::string& why);
   SendOp* take_send_op();
@@ -108,6 +126,7 @@ class Channel : public P2pChannel {
   int efd_ = -1;
   std::size_t max_am_header_ = 0;
   bool closing_ = false;
+  uint32_t hellos_ = 0;      // wire-up greetings received
   std::vector<Peer> peers_;  // sized once: UCX error callbacks hold pointers into it
   std::deque<P2pEvent> events_;
   std::unordered_map<uint64_t, Buffer> held_;  // delivered, not yet released

@@ -10,6 +10,13 @@ namespace ibbcast::ucx {
 namespace {
 
 constexpr unsigned kAmId = 0x1bb;
+constexpr unsigned kHelloId = 0x1bc;  // wire-up greeting, never delivered to the user
+// Frames up to this size go eagerly: the send completes once UCX has handed
+// the bytes to the wire, without the receiver's progress. A rank that has
+// finished a broadcast may be busy elsewhere (a bootstrap barrier, the
+// application) while its predecessor still forwards stage-2 copies to it;
+// rendezvous would wait for it.
+constexpr std::size_t kEagerLimit = 256 * 1024;
 // Beyond this many sends in flight, send() reports back-pressure instead of
 // letting UCX queue without bound.
 constexpr std::size_t kMaxInflightSends = 4096;
@@ -119,6 +126,22 @@ struct Channel::Glue {
 };
 
 Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride) {
+  {
+    ucp_am_handler_param_t hello{};
+    hello.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hello.id = kHelloId;
+    hello.cb = [](void* arg, const void*, size_t, void*, size_t, const ucp_am_recv_param_t*) {
+      ++static_cast<Channel*>(arg)->hellos_;
+      return UCS_OK;
+    };
+    hello.arg = this;
+    ucs_status_t hs = ucp_worker_set_am_recv_handler(worker_, &hello);
+    if (hs != UCS_OK) {
+      return make_error(Errc::kDeviceLost, std::string("ucx: ucp_worker_set_am_recv_handler: ") +
+                                               ucs_status_string(hs));
+    }
+  }
   ucp_am_handler_param_t hp{};
   hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
                   UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -185,6 +208,10 @@ Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   rp.cb.send = &Glue::on_send_done;
   rp.user_data = op;
+  if (length + op->header.size() <= kEagerLimit) {
+    rp.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    rp.flags = UCP_AM_SEND_FLAG_EAGER;
+  }
   // The returned request belongs to the callback (which may even have run
   // already): never touch it here.
   ucs_status_ptr_t req =
@@ -193,7 +220,10 @@ Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
     recycle(op);
     ucs_status_t s = UCS_PTR_STATUS(req);
     std::string why = "ucx: send to rank " + std::to_string(peer) + ": " + ucs_status_string(s);
-    if (peer_gone(s)) return make_error(Errc::kPeerFailed, why);
+    if (peer_gone(s)) {
+      fail_peer(peer, why);  // its event may beat the endpoint's error callback
+      return make_error(Errc::kPeerFailed, why);
+    }
     return make_error(s == UCS_ERR_NO_MEMORY ? Errc::kNoResource : Errc::kDeviceLost, why);
   }
   ++p.next_send_seq;
@@ -218,41 +248,6 @@ void Channel::release(const RecvView& view) {
   held_.erase(view.handle);
 }
 
-void Channel::deliver(uint32_t peer, uint64_t seq, Buffer buffer) {
-  Peer& p = peers_[peer];
-  if (seq < p.next_recv_seq) return;  // cannot happen with UCX's reliability; be safe
-  if (seq > p.next_recv_seq) {
-    p.early.emplace(seq, std::move(buffer));
-    return;
-  }
-  for (;;) {
-    const uint64_t handle = next_handle_++;
-    Buffer& held = held_[handle] = std::move(buffer);
-    P2pEvent e;
-    e.kind = P2pEvent::Kind::kMessage;
-    e.peer = peer;
-    e.message = RecvView{std::span<const std::byte>(held.data.get(), held.size), peer, handle};
-    events_.push_back(std::move(e));
-    ++p.next_recv_seq;
-    auto next = p.early.find(p.next_recv_seq);
-    if (next == p.early.end()) break;
-    buffer = std::move(next->second);
-    p.early.erase(next);
-  }
-}
-
-void Channel::fail_peer(uint32_t peer, const std::string& why) {
-  Peer& p = peers_[peer];
-  if (p.failed) return;  // one kPeerFailed per peer
-  p.failed = true;
-  if (closing_) return;
-  P2pEvent e;
-  e.kind = P2pEvent::Kind::kPeerFailed;
-  e.peer = peer;
-  e.reason = why;
-  events_.push_back(std::move(e));
-}
-
 Channel::SendOp* Channel::take_send_op() {
   std::unique_ptr<SendOp> op;
   if (spare_sends_.empty()) {
@@ -275,6 +270,71 @@ void Channel::recycle(SendOp* op) {
   if (spare_sends_.size() < 64 && op->copy.capacity() <= 64 * 1024) {
     spare_sends_.push_back(std::move(node.mapped()));
   }
+}
+
+}  // namespace ibbcast::ucx
+
+namespace ibbcast::ucx {
+
+Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
+  // Every endpoint connects now, while every rank is here progressing: later a
+  // rank may stop progressing (done with a broadcast, busy elsewhere) and a
+  // connection to it could not be completed then.
+  std::vector<void*> reqs;
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  rp.flags = UCP_AM_SEND_FLAG_EAGER;
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    ucs_status_ptr_t req = ucp_am_send_nbx(peers_[r].ep, kHelloId, nullptr, 0, nullptr, 0, &rp);
+    if (UCS_PTR_IS_ERR(req)) {
+      return make_error(Errc::kDeviceLost, "ucx: greeting rank " + std::to_string(r) + ": " +
+                                               ucs_status_string(UCS_PTR_STATUS(req)));
+    }
+    if (req != nullptr) reqs.push_back(req);
+  }
+  for (;;) {
+    ucp_worker_progress(worker_);
+    std::erase_if(reqs, [](void* req) {
+      if (ucp_request_check_status(req) == UCS_INPROGRESS) return false;
+      ucp_request_free(req);
+      return true;
+    });
+    if (reqs.empty() && hellos_ + 1 >= size_) return Status::ok();
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (void* req : reqs)
+        ucp_request_cancel(worker_, req);
+      return make_error(Errc::kTimedOut, "ucx: wire-up: heard from " + std::to_string(hellos_) +
+                                             " of " + std::to_string(size_ - 1) + " peers");
+    }
+  }
+}
+
+}  // namespace ibbcast::ucx
+
+namespace ibbcast::ucx {
+
+Status Channel::flush(Nanos timeout) {
+  ucp_request_param_t rp{};
+  ucs_status_ptr_t req = ucp_worker_flush_nbx(worker_, &rp);
+  if (req == nullptr) return Status::ok();
+  if (UCS_PTR_IS_ERR(req)) {
+    return make_error(Errc::kDeviceLost,
+                      std::string("ucx: worker flush: ") + ucs_status_string(UCS_PTR_STATUS(req)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+    ucp_worker_progress(worker_);
+    if (std::chrono::steady_clock::now() > deadline) {
+      ucp_request_cancel(worker_, req);
+      ucp_request_free(req);
+      return make_error(Errc::kTimedOut, "ucx: flush did not finish (a peer stopped reading)");
+    }
+  }
+  // A failed peer's endpoint fails the flush; its failure event tells the
+  // engine, so the flush itself reports success.
+  ucp_request_free(req);
+  return Status::ok();
 }
 
 }  // namespace ibbcast::ucx

@@ -34,7 +34,10 @@ set -euo pipefail
 prog=${0##*/}
 IFNAME=eth0
 BRIDGE=br0
-MCAST_MATCH='ether daddr & 01:00:00:00:00:00 == 01:00:00:00:00:00'
+# Multicast UDP only: ARP (broadcast) and IPv6 neighbour discovery (ICMPv6 to
+# multicast MACs) must pass, or a "multicast loss" would also cut the unicast
+# reliable channel.
+MCAST_MATCH='ether daddr & 01:00:00:00:00:00 == 01:00:00:00:00:00 meta l4proto udp'
 DUP_MARK=0x1bbc
 
 die() {
@@ -94,6 +97,14 @@ host_indices() {
   done | sort -n
 }
 
+# running PID: the process exists and is no zombie.
+running() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
+}
+
 cmd_down() {
   (($# == 1)) || usage
   local prefix=$1 ns pids tries
@@ -116,7 +127,10 @@ cmd_down() {
     for ((tries = 0; tries < 20; tries++)); do
       local alive=0 p
       for p in "${pids[@]}"; do
-        kill -0 "$p" 2>/dev/null && alive=1 && break
+        if running "$p"; then
+          alive=1
+          break
+        fi
       done
       ((alive)) || break
       sleep 0.05
