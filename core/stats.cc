@@ -11,6 +11,31 @@ uint64_t GroupStats::rejected_total() const {
   return t;
 }
 
+GroupStats& GroupStats::operator+=(const GroupStats& o) {
+  for (std::size_t i = 0; i < broadcasts.size(); ++i)
+    broadcasts[i] += o.broadcasts[i];
+  for (std::size_t i = 0; i < rejected.size(); ++i)
+    rejected[i] += o.rejected[i];
+  for (auto [mine, theirs] : {std::pair{&datagrams_sent, &o.datagrams_sent},
+                              {&datagrams_received, &o.datagrams_received},
+                              {&datagrams_useful, &o.datagrams_useful},
+                              {&datagrams_duplicate, &o.datagrams_duplicate},
+                              {&datagrams_self, &o.datagrams_self},
+                              {&messages_sent, &o.messages_sent},
+                              {&messages_received, &o.messages_received},
+                              {&messages_duplicate, &o.messages_duplicate},
+                              {&messages_late, &o.messages_late},
+                              {&fragments_repaired, &o.fragments_repaired},
+                              {&early_buffered, &o.early_buffered},
+                              {&early_dropped, &o.early_dropped},
+                              {&bytes_delivered, &o.bytes_delivered},
+                              {&copies, &o.copies},
+                              {&errors, &o.errors}}) {
+    *mine += *theirs;
+  }
+  return *this;
+}
+
 std::string GroupStats::to_string() const {
   std::ostringstream o;
   o << "broadcasts:";

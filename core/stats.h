@@ -31,6 +31,8 @@ struct GroupStats {
   uint64_t errors = 0;              ///< broadcasts that ended in an error
 
   uint64_t rejected_total() const;
+  /// Adds every counter of `o` (several groups of one process, or ranks).
+  GroupStats& operator+=(const GroupStats& o);
   /// Multi-line human summary (for print_statistics and the tools).
   std::string to_string() const;
 };

@@ -154,6 +154,13 @@ class Bootstrap {
   /// bytes in rank order.
   virtual Status allgather(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
   virtual Status barrier() = 0;
+  /// A barrier that keeps calling `while_waiting` (e.g. a UCX progress) so
+  /// that peers which still need this rank's progress are not starved while
+  /// it waits. Default: a plain barrier.
+  virtual Status progressing_barrier(const std::function<void()>& while_waiting) {
+    (void)while_waiting;
+    return barrier();
+  }
 };
 
 }  // namespace ibbcast

@@ -4,6 +4,7 @@
 // its host's namespace. Every rank checks its bytes after every broadcast;
 // rank 0 prints the per-rank table and the exit code says whether all passed.
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -45,39 +46,78 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
     if (!spec) return spec.status();
     t = with_faults(std::move(t), *spec, boot.rank());
   }
-  auto group = Group::create(*t, boot, args.engine.value());
-  if (!group) return group.status();
-  Group& g = **group;
-  report.multicast = g.multicast_active() ? 1 : 0;
+  auto ngroups = parse_uint(option(args, "groups", "1"));
+  if (!ngroups || *ngroups < 1 || *ngroups > 8) {
+    return make_error(Errc::kInvalidArgument, "--groups must be 1..8");
+  }
+  // Several groups on one transport: with a fixed udp_group they share the
+  // multicast address and port, and only the session id keeps them apart.
+  std::vector<std::unique_ptr<Group>> groups;
+  for (uint64_t k = 0; k < *ngroups; ++k) {
+    auto g = Group::create(*t, boot, args.engine.value());
+    if (!g) return g.status();
+    groups.push_back(std::move(*g));
+  }
+  report.multicast = groups[0]->multicast_active() ? 1 : 0;
   const uint32_t r0 = static_cast<uint32_t>(*root);
-  const auto want = local::pattern(*size, 2026);
-  std::vector<std::byte> buf(*size);
+  // Fault test hook: this rank dies by SIGKILL in the middle of the last
+  // broadcast (after posting, before completing), like a crashed node.
+  const std::string kill_rank = option(args, "kill-rank", "");
+  const bool i_die = !kill_rank.empty() && kill_rank == std::to_string(boot.rank());
+  std::vector<std::vector<std::byte>> want, buf(groups.size());
+  for (std::size_t k = 0; k < groups.size(); ++k)
+    want.push_back(local::pattern(*size, 2026 + k));
   std::vector<Nanos> times;
   for (uint64_t it = 0; it < *iters; ++it) {
-    buf = boot.rank() == r0 ? want : std::vector<std::byte>(*size);
     // Every rank starts together; a rank's time runs from the common start to
     // its own completion (the thesis's per-node method is `ibbcast bench`).
-    IBBCAST_RETURN_IF_ERROR(boot.barrier());
+    // Progress the groups while waiting, so peers still finishing (stage-2
+    // copies to this rank, connection upkeep) are never starved by it.
+    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier([&groups] {
+      for (auto& g : groups)
+        (void)g->progress(false, Nanos(0));
+    }));
     const Nanos t0 = monotonic_now();
-    auto req = g.ibcast(r0, buf.data(), buf.size());
-    if (!req) return req.status();
-    report.algorithm = static_cast<uint32_t>(g.request_algorithm(*req));
-    IBBCAST_RETURN_IF_ERROR(g.wait(*req));
-    times.push_back(monotonic_now() - t0);
-    if (buf != want) {
-      return make_error(Errc::kCorrupt, "broadcast " + std::to_string(it) + ": wrong bytes");
+    std::vector<uint64_t> reqs;
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      const uint32_t rk = static_cast<uint32_t>((r0 + k) % boot.size());
+      buf[k] = boot.rank() == rk ? want[k] : std::vector<std::byte>(*size);
+      auto req = groups[k]->ibcast(rk, buf[k].data(), buf[k].size());
+      if (!req) return req.status();
+      report.algorithm = static_cast<uint32_t>(groups[k]->request_algorithm(*req));
+      reqs.push_back(*req);
     }
+    if (i_die && it + 1 == *iters) {
+      for (int i = 0; i < 3; ++i)
+        (void)groups[0]->progress(false, Nanos(0));
+      std::raise(SIGKILL);
+    }
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      Status done = groups[k]->wait(reqs[k]);
+      report.last_us = static_cast<double>((monotonic_now() - t0).count()) / 1e3;
+      IBBCAST_RETURN_IF_ERROR(done);
+      if (buf[k] != want[k]) {
+        return make_error(Errc::kCorrupt, "group " + std::to_string(k) + " broadcast " +
+                                              std::to_string(it) + ": wrong bytes");
+      }
+    }
+    times.push_back(monotonic_now() - t0);
   }
   std::sort(times.begin(), times.end());
   report.median_us = times.empty() ? 0 : static_cast<double>(times[times.size() / 2].count()) / 1e3;
-  fill_stats(report, g.stats());
+  GroupStats sum;
+  for (const auto& g : groups)
+    sum += g->stats();
+  fill_stats(report, sum);
+  report.foreign = sum.rejected[static_cast<std::size_t>(Reject::kForeignSession)];
   return Status::ok();
 }
 
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  auto args = parse_args(argc, argv, {"size", "iterations", "root", "faults"});
+  auto args =
+      parse_args(argc, argv, {"size", "iterations", "root", "faults", "kill-rank", "groups"});
   if (!args) {
     std::fprintf(stderr, "ibbcast run: %s\n", args.status().to_string().c_str());
     return 2;
@@ -94,6 +134,14 @@ int cmd_run(int argc, char** argv) {
   Status st = run_rank(*args, **boot, mine);
   mine.ok = st.is_ok() ? 1 : 0;
   std::snprintf(mine.error, sizeof mine.error, "%s", st.to_string().c_str());
+  if (!option(*args, "kill-rank", "").empty()) {
+    // A rank is dead: no collective over the bootstrap can finish, so each
+    // survivor reports for itself (launch with mpirun --enable-recovery).
+    std::printf("rank %u result: %s after %.1f ms\n", (*boot)->rank(), st.to_string().c_str(),
+                mine.last_us / 1e3);
+    std::fflush(stdout);
+    return st.is_ok() || st.code() == Errc::kPeerFailed || st.code() == Errc::kTimedOut ? 0 : 1;
+  }
   std::vector<RankReport> all;
   Status gathered = gather_reports(**boot, mine, all);
   if (!gathered) {

@@ -26,7 +26,7 @@ void print_reports(const Args& args, const std::vector<RankReport>& all) {
               option(args, "iterations", "20").c_str());
   std::printf("%4s %-17s %4s %11s %8s %8s %8s %8s %8s %s\n", "rank", "algorithm", "mc", "median_us",
               "dg_sent", "dg_rx", "useful", "dup", "repair", "result");
-  uint64_t sent = 0, rx = 0, useful = 0, rejected = 0, repaired = 0;
+  uint64_t sent = 0, rx = 0, useful = 0, rejected = 0, repaired = 0, foreign = 0;
   int bad = 0;
   for (std::size_t r = 0; r < all.size(); ++r) {
     const RankReport& x = all[r];
@@ -36,6 +36,7 @@ void print_reports(const Args& args, const std::vector<RankReport>& all) {
     useful += x.datagrams_useful;
     rejected += x.rejected;
     repaired += x.repaired;
+    foreign += x.foreign;
     std::printf("%4zu %-17s %4s %11.1f %8llu %8llu %8llu %8llu %8llu %s\n", r,
                 std::string(algorithm_name(static_cast<Algorithm>(x.algorithm))).c_str(),
                 x.multicast ? "on" : "off", x.median_us,
@@ -45,10 +46,11 @@ void print_reports(const Args& args, const std::vector<RankReport>& all) {
                 static_cast<unsigned long long>(x.datagrams_duplicate),
                 static_cast<unsigned long long>(x.repaired), x.ok ? "ok" : x.error);
   }
-  std::printf("datagrams: sent=%llu received=%llu useful=%llu rejected=%llu; repaired=%llu\n",
-              static_cast<unsigned long long>(sent), static_cast<unsigned long long>(rx),
-              static_cast<unsigned long long>(useful), static_cast<unsigned long long>(rejected),
-              static_cast<unsigned long long>(repaired));
+  std::printf(
+      "datagrams: sent=%llu received=%llu useful=%llu rejected=%llu foreign=%llu; repaired=%llu\n",
+      static_cast<unsigned long long>(sent), static_cast<unsigned long long>(rx),
+      static_cast<unsigned long long>(useful), static_cast<unsigned long long>(rejected),
+      static_cast<unsigned long long>(foreign), static_cast<unsigned long long>(repaired));
   std::printf("%s: %s\n", bad == 0 ? "PASS" : "FAIL",
               bad == 0 ? "every rank holds the root's bytes after every broadcast"
                        : "some ranks failed (see result column)");

@@ -16,8 +16,10 @@ struct RankReport {
   uint32_t multicast = 0;
   uint32_t algorithm = 0;
   double median_us = 0;
+  double last_us = 0;  ///< the last broadcast, until success or error
   uint64_t datagrams_sent = 0, datagrams_received = 0, datagrams_useful = 0;
   uint64_t datagrams_duplicate = 0, rejected = 0, repaired = 0, messages_late = 0;
+  uint64_t foreign = 0;  ///< datagrams of another group on the same address
   char error[160] = {};
 };
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iterator>
 #include <string_view>
+#include <thread>
 
 namespace ibbcast::pmix {
 namespace {
@@ -218,6 +219,40 @@ Status Bootstrap::allgather(std::span<const std::byte> mine, std::span<std::byte
     }
     if (n != 0) std::memcpy(all.data() + std::size_t{r} * n, got->data.bo.bytes, n);
   }
+  return Status::ok();
+}
+
+Status Bootstrap::progressing_barrier(const std::function<void()>& while_waiting) {
+  // The callback runs on PMIx's own thread.
+  struct Wait {
+    std::atomic<bool> done{false};
+    std::atomic<pmix_status_t> status{PMIX_SUCCESS};
+  } w;
+  const pmix_proc_t all = make_proc(nspace_, PMIX_RANK_WILDCARD);
+  pmix_info_t info[1] = {};
+  std::size_t ninfo = 0;
+  const int seconds = pmix_seconds(fence_timeout_);
+  if (seconds > 0) PMIx_Info_load(&info[ninfo++], PMIX_TIMEOUT, &seconds, PMIX_INT);
+  auto cb = [](pmix_status_t status, void* arg) {
+    auto* wait = static_cast<Wait*>(arg);
+    wait->status = status;
+    wait->done = true;
+  };
+  pmix_status_t rc = PMIx_Fence_nb(&all, 1, ninfo == 0 ? nullptr : info, ninfo, cb, &w);
+  if (rc == PMIX_OPERATION_SUCCEEDED) {
+    w.done = true;
+  } else if (rc != PMIX_SUCCESS) {
+    for (std::size_t i = 0; i < ninfo; ++i)
+      PMIx_Value_destruct(&info[i].value);
+    return pmix_error(rc, "PMIx_Fence_nb (barrier)");
+  }
+  while (!w.done) {
+    while_waiting();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  for (std::size_t i = 0; i < ninfo; ++i)
+    PMIx_Value_destruct(&info[i].value);
+  if (w.status != PMIX_SUCCESS) return pmix_error(w.status, "PMIx_Fence_nb (barrier)");
   return Status::ok();
 }
 

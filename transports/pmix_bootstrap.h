@@ -58,6 +58,11 @@ class Bootstrap final : public ibbcast::Bootstrap {
 
   Status fence(bool collect, const char* what);
 
+ public:
+  /// PMIx_Fence_nb, calling `while_waiting` until the fence completes.
+  Status progressing_barrier(const std::function<void()>& while_waiting) override;
+
+ private:
   std::string nspace_;
   uint32_t rank_;
   uint32_t size_ = 0;

@@ -116,9 +116,13 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   // The agreement doubles as the final barrier: no rank sends before every
   // rank has its handler registered.
   IBBCAST_RETURN_IF_ERROR(agree(bootstrap, ch->connect(addresses, stride), "connect"));
-  IBBCAST_RETURN_IF_ERROR(
-      agree(bootstrap, ch->wire_up(std::chrono::steady_clock::now() + std::chrono::seconds(30)),
-            "wire-up"));
+  Status wired = ch->wire_up(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  // Keep progressing until every rank is through its greetings: a TCP
+  // connection set up from both ends at once is settled by messages that
+  // need both sides' progress, and a rank blocked in a plain fence starves it.
+  ucp_worker* worker = ch->worker_;
+  IBBCAST_RETURN_IF_ERROR(bootstrap.progressing_barrier([worker] { ucp_worker_progress(worker); }));
+  IBBCAST_RETURN_IF_ERROR(agree(bootstrap, wired, "wire-up"));
   return ch;
 }
 

@@ -126,8 +126,9 @@ class Channel : public P2pChannel {
   int efd_ = -1;
   std::size_t max_am_header_ = 0;
   bool closing_ = false;
-  uint32_t hellos_ = 0;      // wire-up greetings received
-  std::vector<Peer> peers_;  // sized once: UCX error callbacks hold pointers into it
+  uint32_t hellos_ = 0;           // wire-up greetings received
+  std::vector<bool> hello_from_;  // wire-up greetings received, by rank
+  std::vector<Peer> peers_;       // sized once: UCX error callbacks hold pointers into it
   std::deque<P2pEvent> events_;
   std::unordered_map<uint64_t, Buffer> held_;  // delivered, not yet released
   uint64_t next_handle_ = 1;

@@ -131,8 +131,15 @@ Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride
     hello.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                        UCP_AM_HANDLER_PARAM_FIELD_ARG;
     hello.id = kHelloId;
-    hello.cb = [](void* arg, const void*, size_t, void*, size_t, const ucp_am_recv_param_t*) {
-      ++static_cast<Channel*>(arg)->hellos_;
+    hello.cb = [](void* arg, const void* header, size_t header_length, void*, size_t,
+                  const ucp_am_recv_param_t*) {
+      auto* ch = static_cast<Channel*>(arg);
+      uint32_t from = 0;
+      if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
+      if (from < ch->size_ && !ch->hello_from_[from]) {
+        ch->hello_from_[from] = true;
+        ++ch->hellos_;
+      }
       return UCS_OK;
     };
     hello.arg = this;
@@ -279,22 +286,34 @@ namespace ibbcast::ucx {
 Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
   // Every endpoint connects now, while every rank is here progressing: later a
   // rank may stop progressing (done with a broadcast, busy elsewhere) and a
-  // connection to it could not be completed then.
+  // connection to it could not be completed then. The lower rank of a pair
+  // greets first and the higher one answers, so no pair opens its TCP
+  // connections from both ends at once (UCX settles such crossings with
+  // extra messages that need both sides' progress).
+  hello_from_.assign(size_, false);
+  std::vector<bool> greeted(size_, false);
   std::vector<void*> reqs;
   ucp_request_param_t rp{};
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   rp.flags = UCP_AM_SEND_FLAG_EAGER;
-  for (uint32_t r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    ucs_status_ptr_t req = ucp_am_send_nbx(peers_[r].ep, kHelloId, nullptr, 0, nullptr, 0, &rp);
+  auto greet = [&](uint32_t r) -> Status {
+    greeted[r] = true;
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(peers_[r].ep, kHelloId, &rank_, sizeof rank_, nullptr, 0, &rp);
     if (UCS_PTR_IS_ERR(req)) {
       return make_error(Errc::kDeviceLost, "ucx: greeting rank " + std::to_string(r) + ": " +
                                                ucs_status_string(UCS_PTR_STATUS(req)));
     }
     if (req != nullptr) reqs.push_back(req);
-  }
+    return Status::ok();
+  };
+  for (uint32_t r = rank_ + 1; r < size_; ++r)
+    IBBCAST_RETURN_IF_ERROR(greet(r));
   for (;;) {
     ucp_worker_progress(worker_);
+    for (uint32_t r = 0; r < rank_; ++r) {
+      if (hello_from_[r] && !greeted[r]) IBBCAST_RETURN_IF_ERROR(greet(r));
+    }
     std::erase_if(reqs, [](void* req) {
       if (ucp_request_check_status(req) == UCS_INPROGRESS) return false;
       ucp_request_free(req);

@@ -25,7 +25,16 @@ Status parse_ttl(UdpConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<UdpConfig>, 6> kTable = {{
+Status parse_group_text(UdpConfig& c, std::string_view t) {
+  if (!t.empty() && !t.starts_with("udp4:") && !t.starts_with("udp6:[")) {
+    return make_error(Errc::kInvalidArgument,
+                      "udp_group must be udp4:A.B.C.D:PORT or udp6:[ADDR]:PORT");
+  }
+  c.group = std::string(t);
+  return Status::ok();
+}
+
+const std::array<ConfigField<UdpConfig>, 7> kTable = {{
     string_field<&UdpConfig::interface>(
         "udp_interface", "", "interface name or address; empty = first multicast-capable"),
     {"udp_family", "ipv4", "ipv4 or ipv6", parse_family,
@@ -37,6 +46,8 @@ const std::array<ConfigField<UdpConfig>, 6> kTable = {{
     size_field<&UdpConfig::rcvbuf>("udp_rcvbuf", "8m", "receive buffer of the multicast socket"),
     size_field<&UdpConfig::max_datagram>(
         "udp_max_datagram", "0", "largest datagram; 0 = interface MTU minus IP/UDP headers"),
+    {"udp_group", "", "fixed multicast group and port for every group; empty = random",
+     parse_group_text, [](const UdpConfig& c) { return c.group; }},
 }};
 
 }  // namespace

@@ -17,6 +17,7 @@ struct UdpConfig {
   bool loopback = true;         ///< IP_MULTICAST_LOOP: needed when ranks share a host
   uint64_t rcvbuf = 8 << 20;    ///< SO_RCVBUF(FORCE) of the joined socket
   uint32_t max_datagram = 0;    ///< 0 = interface MTU minus IP/UDP headers
+  std::string group;            ///< fixed group "udp4:A.B.C.D:PORT"; "" = random per group
 };
 
 std::span<const ConfigField<UdpConfig>> udp_config_table();

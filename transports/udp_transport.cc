@@ -170,6 +170,9 @@ class UdpTransport final : public Transport {
         new McastSocket(*fd, std::move(*g), caps_.max_datagram, waiter_));
   }
   std::string choose_multicast_address(uint64_t r) override {
+    // A fixed group is shared by every group of the job: the session id keeps
+    // their datagrams apart.
+    if (!cfg_.group.empty()) return cfg_.group;
     return random_group(cfg_.family == "ipv6", r);
   }
   Result<std::unique_ptr<P2pChannel>> open_p2p() override {

@@ -5,13 +5,13 @@
 # checks every rank's bytes after every broadcast; this script also checks
 # that the fault happened and was repaired, from the statistics it prints.
 # Usage: netns_bcast.sh IBBCAST SCENARIO [RANKS]
-#   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6
+#   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared
 set -uo pipefail
 bin=$1 scenario=$2 ranks=${3:-8} iterations=${ITERATIONS:-8}
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed"; exit 77; }
 
-fault="true" family=ipv4 extra=()
+fault="true" family=ipv4 extra=() launcher="" runopt=""
 case $scenario in
   clean) ;;
   loss5) fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 5' ;;
@@ -20,6 +20,11 @@ case $scenario in
   partition) fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100 h3' ;;
   dup) fault='"$IBBCAST_NETNS_FABRIC" dup "$IBBCAST_NETNS_PREFIX" 50' ;;
   ipv6) family=ipv6; extra=(--ipv6) ;;
+  shared)  # two groups on one fixed address and port, both busy at once
+    runopt="--groups 2 --udp-group udp4:239.255.77.7:47007" ;;
+  kill)  # rank 3 dies by SIGKILL mid-broadcast; all multicast lost, so 4.. depend on it
+    fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100'
+    launcher="--enable-recovery" runopt="--kill-rank 3" ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 
@@ -30,18 +35,36 @@ trap 'rm -f "$out"' EXIT
 # one machine here, so stage 2 is not affected.
 "$here/support/netns_run.sh" - "$ranks" "${extra[@]}" -- bash -c "
   $fault || exit 3
-  exec timeout 300 mpirun --allow-run-as-root --oversubscribe -np $ranks \
-    -x IBBCAST_NETNS_PREFIX -x IBBCAST_TIMEOUT=30s \
-    '$bin' run --size 200k --iterations $iterations --udp-interface eth0 --udp-family $family" \
-  >"$out" 2>&1
+  exec timeout 300 mpirun --allow-run-as-root --oversubscribe $launcher -np $ranks \
+    -x IBBCAST_NETNS_PREFIX -x IBBCAST_TIMEOUT=10s ${IBB_MPIRUN_ENV:-} \
+    '$bin' run --size 200k --iterations $iterations --udp-interface eth0 --udp-family $family \
+    $runopt" >"$out" 2>&1
 rc=$?
 cat "$out"
+if [[ $scenario == kill ]]; then
+  # Every survivor reports by itself: ok with its bytes checked, or an error
+  # (peer_failed / timed_out) well within the timeout; ranks behind the dead
+  # one cannot have completed.
+  fails=0
+  for ((r = 0; r < ranks; r++)); do
+    [[ $r -eq 3 ]] && continue
+    line=$(grep "^rank $r result:" "$out") || { echo "FAIL: rank $r reported nothing (hang?)"; fails=1; continue; }
+    ms=$(sed -n 's/.* after \([0-9]*\).*/\1/p' <<<"$line")
+    [[ ${ms:-0} -lt 30000 ]] || { echo "FAIL: rank $r took $ms ms"; fails=1; }
+    if [[ $r -gt 3 ]] && grep -q "result: ok" <<<"$line"; then
+      echo "FAIL: rank $r completed without its predecessor"; fails=1
+    fi
+    grep -qE "result: (ok|peer_failed|timed_out)" <<<"$line" || { echo "FAIL: rank $r: $line"; fails=1; }
+  done
+  [[ $fails -eq 0 ]] && echo "scenario kill: ok (survivors returned; ranks 4.. failed as they must)"
+  exit $fails
+fi
 [[ $rc -eq 77 ]] && exit 77
 [[ $rc -eq 0 ]] || { echo "FAIL: exit status $rc"; exit 1; }
 grep -q '^PASS:' "$out" || { echo "FAIL: no PASS line"; exit 1; }
 line=$(grep '^datagrams:' "$out")
 num() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$line"; }
-useful=$(num useful) repaired=$(num repaired)
+useful=$(num useful) repaired=$(num repaired) foreign=$(num foreign)
 dup_total=$(awk '$1 ~ /^[0-9]+$/ && NF >= 10 {s += $8} END {print s+0}' "$out")
 expect() { if ! eval "$1"; then echo "FAIL: expected $1 (useful=$useful repaired=$repaired dup=$dup_total)"; exit 1; fi; }
 case $scenario in
@@ -50,5 +73,6 @@ case $scenario in
   loss100) expect '[[ $useful -eq 0 && $repaired -gt 0 ]]' ;;
   partition) expect '[[ $useful -gt 0 && $repaired -gt 0 ]]' ;;
   dup) expect '[[ $dup_total -gt 0 ]]' ;;
+  shared) expect '[[ $useful -gt 0 && $foreign -gt 0 ]]' ;;
 esac
 echo "scenario $scenario: ok (useful=$useful repaired=$repaired dup=$dup_total)"
