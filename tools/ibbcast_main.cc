@@ -16,6 +16,8 @@ void usage() {
       "              --ranks 8 --size 1m --root 0 --iterations 20 --faults drop=5%\n"
       "  run         one rank of a multi-process broadcast (start with mpirun/srun):\n"
       "              udp multicast + UCX; --size --iterations --root --faults\n"
+      "  bench       per-node (thesis) and max-over-ranks broadcast times as CSV, under\n"
+      "              mpirun: --sizes 1,4k,1m --algorithms two_stage,binomial --iterations 20\n"
       "  info        backends of this build; --config: every knob, value, origin\n"
       "  config-doc  docs/config.md, generated from the config tables\n"
       "engine knobs work as flags everywhere: --algorithm two_stage --fragment-size 4k ...\n"
@@ -32,6 +34,14 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "demo") return ibbcast::tool::cmd_demo(argc - 2, argv + 2);
+  if (cmd == "bench") {
+#if IBBCAST_HAVE_UCX && IBBCAST_HAVE_PMIX
+    return ibbcast::tool::cmd_bench(argc - 2, argv + 2);
+#else
+    std::fputs("ibbcast bench: this build has no UCX or no PMIx\n", stderr);
+    return 2;
+#endif
+  }
   if (cmd == "run") {
 #if IBBCAST_HAVE_UCX && IBBCAST_HAVE_PMIX
     return ibbcast::tool::cmd_run(argc - 2, argv + 2);

@@ -1,0 +1,144 @@
+#include "tools/bench_util.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace ibbcast::tool {
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status read_plan(const Args& args, BenchPlan& plan) {
+  for (const auto& s : split(option(args, "sizes", "1,16,256,4k,64k,1m,16m"))) {
+    auto v = parse_size(s);
+    if (!v) return v.status();
+    plan.sizes.push_back(*v);
+  }
+  const std::string algos = option(args, "algorithms", "");
+  if (algos.empty()) {
+    for (int a = 1; a < kAlgorithmCount; ++a)
+      plan.algorithms.push_back(static_cast<Algorithm>(a));
+  }
+  for (const auto& s : split(algos)) {
+    auto a = parse_algorithm(s);
+    if (!a || *a == Algorithm::kAuto) {
+      return make_error(Errc::kInvalidArgument, "bench: unknown algorithm '" + s + "'");
+    }
+    plan.algorithms.push_back(*a);
+  }
+  auto it = parse_uint(option(args, "iterations", "20"));
+  auto wu = parse_uint(option(args, "warmup", "3"));
+  auto root = parse_uint(option(args, "root", "0"));
+  for (const Status& st : {it.status(), wu.status(), root.status()})
+    IBBCAST_RETURN_IF_ERROR(st);
+  plan.iterations = static_cast<uint32_t>(std::max<uint64_t>(*it, 1));
+  plan.warmup = static_cast<uint32_t>(*wu);
+  plan.root = static_cast<uint32_t>(*root);
+  return Status::ok();
+}
+
+Status Pinger::send(uint32_t to) {
+  const std::byte one{1};
+  Gather g{{std::span(&one, 1), {}, {}}};
+  auto r = ch_.send(to, g, 0);
+  return r ? Status::ok() : r.status();
+}
+
+Status Pinger::wait(uint32_t from, const std::function<void()>& idle) {
+  const Nanos deadline = monotonic_now() + std::chrono::seconds(30);
+  for (;;) {
+    auto it = std::find(pending_.begin(), pending_.end(), from);
+    if (it != pending_.end()) {
+      pending_.erase(it);
+      return Status::ok();
+    }
+    std::array<P2pEvent, 16> ev;
+    std::size_t n = ch_.poll(ev);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (ev[i].kind == P2pEvent::Kind::kMessage) {
+        pending_.push_back(ev[i].peer);
+        ch_.release(ev[i].message);
+      } else if (ev[i].kind == P2pEvent::Kind::kPeerFailed) {
+        return make_error(Errc::kPeerFailed, "bench: rank " + std::to_string(ev[i].peer) + " died");
+      }
+    }
+    if (n == 0) idle();
+    if (monotonic_now() > deadline) return make_error(Errc::kTimedOut, "bench: no pong");
+  }
+}
+
+Status Pinger::measure_rtt(Bootstrap& boot, uint32_t root, uint32_t target,
+                           const std::function<void()>& idle, double* rtt_us) {
+  (void)boot;
+  std::vector<double> rtts;
+  for (int i = 0; i < 21; ++i) {
+    if (rank_ == root) {
+      const Nanos t0 = monotonic_now();
+      IBBCAST_RETURN_IF_ERROR(send(target));
+      IBBCAST_RETURN_IF_ERROR(wait(target, idle));
+      rtts.push_back(static_cast<double>((monotonic_now() - t0).count()) / 1e3);
+    } else if (rank_ == target) {
+      IBBCAST_RETURN_IF_ERROR(wait(root, idle));
+      IBBCAST_RETURN_IF_ERROR(send(root));
+    }
+  }
+  *rtt_us = rtts.empty() ? 0 : median(rtts);
+  return Status::ok();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+Status max_over_ranks(Bootstrap& boot, Group& g, const BenchPlan& plan, std::vector<std::byte>& buf,
+                      const std::function<void()>& idle, std::vector<double>* max_us) {
+  for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
+    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
+    const Nanos t0 = monotonic_now();
+    IBBCAST_RETURN_IF_ERROR(g.bcast(plan.root, buf.data(), buf.size()));
+    double mine = static_cast<double>((monotonic_now() - t0).count()) / 1e3;
+    std::vector<double> all(boot.size());
+    IBBCAST_RETURN_IF_ERROR(
+        boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))));
+    if (it >= plan.warmup) max_us->push_back(*std::max_element(all.begin(), all.end()));
+  }
+  return Status::ok();
+}
+
+void print_csv_header() {
+  std::printf("algorithm,size,ranks,root,method,target,median_us,p99_us\n");
+}
+
+void print_csv_rows(Algorithm algo, uint64_t size, uint32_t ranks, uint32_t root,
+                    const std::vector<double>& node_us, const std::vector<double>& max_us) {
+  const std::string name(algorithm_name(algo));
+  for (uint32_t t = 0; t < node_us.size(); ++t) {
+    if (t == root) continue;
+    std::printf("%s,%llu,%u,%u,per_node,%u,%.1f,\n", name.c_str(),
+                static_cast<unsigned long long>(size), ranks, root, t, node_us[t]);
+  }
+  std::vector<double> sorted = max_us;
+  std::sort(sorted.begin(), sorted.end());
+  const double p99 =
+      sorted.empty()
+          ? 0
+          : sorted[(sorted.size() * 99) / 100 >= sorted.size() ? sorted.size() - 1
+                                                               : (sorted.size() * 99) / 100];
+  std::printf("%s,%llu,%u,%u,max_over_ranks,all,%.1f,%.1f\n", name.c_str(),
+              static_cast<unsigned long long>(size), ranks, root, median(max_us), p99);
+  std::fflush(stdout);
+}
+
+}  // namespace ibbcast::tool

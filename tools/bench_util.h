@@ -1,0 +1,54 @@
+#pragma once
+// Pieces of `ibbcast bench`: the plan from the flags, the pong channel, the
+// max-over-ranks method and the CSV.
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "core/group.h"
+#include "tools/cli.h"
+
+namespace ibbcast::tool {
+
+struct BenchPlan {
+  std::vector<uint64_t> sizes;
+  std::vector<Algorithm> algorithms;
+  uint32_t iterations = 20, warmup = 3, root = 0;
+  std::chrono::microseconds root_wait{200};  ///< how much later the root enters
+};
+
+/// --sizes 1,1k,64k (default 1..16m by powers of 4), --algorithms a,b
+/// (default: every algorithm), --iterations, --warmup, --root.
+Status read_plan(const Args& args, BenchPlan& plan);
+
+/// One-byte pings on a reliable channel of their own, so the measurement does
+/// not share a queue with the broadcast it measures.
+class Pinger {
+ public:
+  Pinger(P2pChannel& ch, uint32_t rank) : ch_(ch), rank_(rank) {}
+  Status send(uint32_t to);
+  /// Waits for a ping from `from`, calling `idle` between polls.
+  Status wait(uint32_t from, const std::function<void()>& idle);
+  /// Median round trip root↔target in µs (only those two ranks take part).
+  Status measure_rtt(Bootstrap& boot, uint32_t root, uint32_t target,
+                     const std::function<void()>& idle, double* rtt_us);
+
+ private:
+  P2pChannel& ch_;
+  uint32_t rank_;
+  std::vector<uint32_t> pending_;  // pings already received, by sender
+};
+
+double median(std::vector<double> v);
+
+/// Per iteration: a barrier, each rank's time to completion, the maximum over
+/// ranks (allgather); returns every iteration's maximum on every rank.
+Status max_over_ranks(Bootstrap& boot, Group& g, const BenchPlan& plan, std::vector<std::byte>& buf,
+                      const std::function<void()>& idle, std::vector<double>* max_us);
+
+void print_csv_header();
+void print_csv_rows(Algorithm algo, uint64_t size, uint32_t ranks, uint32_t root,
+                    const std::vector<double>& node_us, const std::vector<double>& max_us);
+
+}  // namespace ibbcast::tool

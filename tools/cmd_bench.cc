@@ -1,0 +1,101 @@
+// `ibbcast bench`: end-to-end broadcast timing over a real fabric, launched
+// by mpirun (PMIx). Two methods, as CSV on rank 0:
+//  - per-node (thesis 4.2.1): all ranks synchronise, the root enters last and
+//    broadcasts; one target rank answers with a point-to-point pong on a
+//    separate UCX channel; half of a separately measured ping-pong is
+//    subtracted. Every rank is the target in turn; medians are reported.
+//  - max-over-ranks: a barrier, then each rank's own time to completion; the
+//    maximum over ranks per iteration (what common benchmarks report).
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "core/env.h"
+#include "core/group.h"
+#include "tools/bench_util.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "transports/netns.h"
+#include "transports/pmix_bootstrap.h"
+#include "transports/ucx_channel.h"
+#include "transports/udp.h"
+
+namespace ibbcast::tool {
+namespace {
+
+Status bench_rank(const Args& args, Bootstrap& boot) {
+  if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
+    IBBCAST_RETURN_IF_ERROR(enter_netns(*prefix + "-h" + std::to_string(boot.rank())));
+  }
+  BenchPlan plan;
+  IBBCAST_RETURN_IF_ERROR(read_plan(args, plan));
+  auto transport = udp::make_transport(args.udp.value(), [&boot]() {
+    auto ch = ucx::Channel::create(boot, {});
+    if (!ch) return Result<std::unique_ptr<P2pChannel>>(ch.status());
+    return Result<std::unique_ptr<P2pChannel>>(std::unique_ptr<P2pChannel>(std::move(*ch)));
+  });
+  if (!transport) return transport.status();
+  auto pong = ucx::Channel::create(boot, {});  // the measurement's own channel
+  if (!pong) return pong.status();
+  Pinger pinger(**pong, boot.rank());
+  if (boot.rank() == 0) print_csv_header();
+  for (Algorithm algo : plan.algorithms) {
+    EngineConfig cfg = args.engine.value();
+    cfg.algorithm = algo;
+    auto group = Group::create(**transport, boot, cfg);
+    if (!group) return group.status();
+    Group& g = **group;
+    auto idle = [&] { (void)g.progress(false, Nanos(0)); };
+    for (uint64_t size : plan.sizes) {
+      std::vector<std::byte> buf(size, std::byte{0x5a});
+      std::vector<double> node_us(boot.size(), 0);
+      for (uint32_t target = 0; target < boot.size(); ++target) {
+        if (target == plan.root) continue;
+        double rtt = 0;
+        IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, plan.root, target, idle, &rtt));
+        std::vector<double> samples;
+        for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
+          IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
+          // The root enters last, so the time is the broadcast's, not skew.
+          if (boot.rank() == plan.root) std::this_thread::sleep_for(plan.root_wait);
+          const Nanos t0 = monotonic_now();
+          IBBCAST_RETURN_IF_ERROR(g.bcast(plan.root, buf.data(), buf.size()));
+          if (boot.rank() == target) IBBCAST_RETURN_IF_ERROR(pinger.send(plan.root));
+          if (boot.rank() == plan.root) {
+            IBBCAST_RETURN_IF_ERROR(pinger.wait(target, idle));
+            const double us = static_cast<double>((monotonic_now() - t0).count()) / 1e3 - rtt / 2;
+            if (it >= plan.warmup) samples.push_back(us);
+          }
+        }
+        if (boot.rank() == plan.root) node_us[target] = median(samples);
+      }
+      std::vector<double> max_us;
+      IBBCAST_RETURN_IF_ERROR(max_over_ranks(boot, g, plan, buf, idle, &max_us));
+      if (boot.rank() == 0) print_csv_rows(algo, size, boot.size(), plan.root, node_us, max_us);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  auto args = parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root"});
+  if (!args) {
+    std::fprintf(stderr, "ibbcast bench: %s\n", args.status().to_string().c_str());
+    return 2;
+  }
+  auto boot = pmix::Bootstrap::create();
+  if (!boot) {
+    std::fprintf(stderr, "ibbcast bench: %s\n", boot.status().to_string().c_str());
+    return 2;
+  }
+  Status st = bench_rank(*args, **boot);
+  if (!st) {
+    std::fprintf(stderr, "ibbcast bench rank %u: %s\n", (*boot)->rank(), st.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace ibbcast::tool
