@@ -23,7 +23,7 @@ struct SetupRecord {
 
 struct JoinRecord {
   uint32_t ok = 0;
-  char reason[124] = {};
+  char reason[252] = {};  // the first rank that failed is named with its full reason
 };
 
 uint64_t random_u64() {
