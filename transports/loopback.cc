@@ -22,6 +22,13 @@ Fabric::~Fabric() {
   }
 }
 
+void Fabric::drain(uint32_t rank) {
+  uint64_t v = 0;
+  // Resets the counter; EAGAIN (already zero) is fine.
+  ssize_t r = ::read(boxes[rank].efd, &v, sizeof v);
+  (void)r;
+}
+
 void Fabric::wake(uint32_t rank) {
   uint64_t one = 1;
   // EAGAIN means the counter is saturated: the fd is readable anyway.
@@ -147,9 +154,7 @@ class P2pLoop final : public P2pChannel {
   void release(const RecvView& view) override { held_.erase(view.handle); }
   int event_fd() const override { return f_->boxes[rank_].efd; }
   Status arm() override {
-    uint64_t v = 0;
-    ssize_t r = ::read(f_->boxes[rank_].efd, &v, sizeof v);
-    (void)r;
+    f_->drain(rank_);
     std::lock_guard lock(f_->mu);
     if (!f_->boxes[rank_].messages[channel_].empty()) return make_error(Errc::kAgain, "");
     return Status::ok();
@@ -195,9 +200,7 @@ class LoopTransport final : public Transport {
   }
   int event_fd() const override { return f_->boxes[rank_].efd; }
   Status arm() override {
-    uint64_t v = 0;
-    ssize_t r = ::read(f_->boxes[rank_].efd, &v, sizeof v);
-    (void)r;
+    f_->drain(rank_);
     std::lock_guard lock(f_->mu);
     const Mailbox& box = f_->boxes[rank_];
     for (const McastQueue* q : box.joined) {

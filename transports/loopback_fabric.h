@@ -60,7 +60,8 @@ class Fabric {
   uint32_t leaving = 0;
   std::vector<std::byte> gather;
 
-  void wake(uint32_t rank);  // caller holds mu
+  void wake(uint32_t rank);   // caller holds mu
+  void drain(uint32_t rank);  // resets the rank's eventfd before sleeping
 };
 
 }  // namespace ibbcast::loopback

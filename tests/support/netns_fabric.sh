@@ -143,9 +143,8 @@ cmd_down() {
   return "$rc"
 }
 
-cmd_up() {
-  local ipv6=0
-  local -a args=()
+# Sets the caller's `ipv6` (1 if --ipv6 was given) and `args` (the rest).
+split_ipv6_flag() {
   local a
   for a in "$@"; do
     case $a in
@@ -153,6 +152,12 @@ cmd_up() {
       *) args+=("$a") ;;
     esac
   done
+}
+
+cmd_up() {
+  local ipv6=0
+  local -a args=()
+  split_ipv6_flag "$@"
   ((${#args[@]} == 2)) || usage
   local prefix=${args[0]} n=${args[1]}
   check_prefix "$prefix"
@@ -354,13 +359,7 @@ cmd_exec() {
 cmd_addr() {
   local ipv6=0
   local -a args=()
-  local a
-  for a in "$@"; do
-    case $a in
-      --ipv6) ipv6=1 ;;
-      *) args+=("$a") ;;
-    esac
-  done
+  split_ipv6_flag "$@"
   ((${#args[@]} == 2)) || usage
   local prefix=${args[0]} i out
   check_prefix "$prefix"
