@@ -1,5 +1,6 @@
 #include "transports/ucx_channel.h"
 
+#include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
@@ -138,10 +139,21 @@ Channel::~Channel() {
 }
 
 void Channel::close_endpoints() {
-  // Flush first, so that sends the peers can still take are not cut off.
-  // Endpoints whose flush does not finish in time (a dead or stuck peer) are
-  // closed by force, which cancels their requests: the callbacks run and
-  // UCX gets its requests back before the worker goes.
+  // Ranks leave a collective at different times: the root of a broadcast is
+  // done once its sends are out, the end of the ring some hops later. To UCX
+  // (TCP) a peer whose connections close has failed: its endpoints report
+  // UCS_ERR_ENDPOINT_TIMEOUT, and a rank still completing the broadcast would
+  // fail it on a peer it does not even need. So the endpoints stay open until
+  // every live peer is closing too (each says goodbye, and waits for ours),
+  // or until the first half of the close timeout has passed: a peer still
+  // busy by then sees this rank fail, as it should.
+  const auto parting = Clock::now() + kCloseTimeout / 2;
+  send_goodbyes();
+  // Flush meanwhile, so that sends the peers can still take (our goodbyes
+  // among them) are not cut off. Endpoints whose flush does not finish in
+  // time (a dead or stuck peer) are closed by force, which cancels their
+  // requests: the callbacks run and UCX gets its requests back before the
+  // worker goes.
   std::vector<std::pair<void*, Peer*>> pending;
   for (Peer& p : peers_) {
     if (p.ep == nullptr || p.failed) continue;
@@ -150,7 +162,15 @@ void Channel::close_endpoints() {
     if (UCS_PTR_IS_PTR(req)) pending.emplace_back(req, &p);
     if (UCS_PTR_IS_ERR(req)) p.failed = true;
   }
-  wait_requests(pending, Clock::now() + kCloseTimeout / 2);
+  while ((!pending.empty() || awaiting_goodbyes()) && Clock::now() < parting) {
+    // Sleep rather than spin: the peers still working may share our CPUs.
+    if (ucp_worker_progress(worker_) == 0) nap(parting);
+    std::erase_if(pending, [](const auto& entry) {
+      if (ucp_request_check_status(entry.first) == UCS_INPROGRESS) return false;
+      ucp_request_free(entry.first);
+      return true;
+    });
+  }
   for (auto& [req, p] : pending) {
     ucp_request_free(req);  // released by UCX when the forced close ends it
     p->failed = true;
@@ -174,6 +194,21 @@ void Channel::close_endpoints() {
   // Past the deadline the worker's destruction releases what is left.
   for (auto& [req, p] : pending)
     ucp_request_free(req);
+}
+
+bool Channel::awaiting_goodbyes() const {
+  for (const Peer& p : peers_) {
+    if (p.rank != rank_ && p.ep != nullptr && !p.failed && !p.closing) return true;
+  }
+  return false;
+}
+
+void Channel::nap(Clock::time_point deadline) {
+  // UCS_ERR_BUSY: events are pending, progress right away.
+  if (ucp_worker_arm(worker_) != UCS_OK) return;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  pollfd pfd{efd_, POLLIN, 0};
+  ::poll(&pfd, 1, static_cast<int>(std::clamp<int64_t>(left.count(), 0, 5)));
 }
 
 void Channel::wait_requests(std::vector<std::pair<void*, Peer*>>& reqs,

@@ -47,8 +47,13 @@ class Channel : public P2pChannel {
   /// handler. All ranks fail together when any rank fails to set up, so no
   /// rank is left waiting in a collective.
   static Result<std::unique_ptr<Channel>> create(Bootstrap& bootstrap, const Options& options);
-  /// Flushes the endpoints and closes them (by force where the flush did not
-  /// finish or the peer failed), waiting 2 s at most in all, then destroys
+  /// Says goodbye to every live peer and keeps the endpoints open until each
+  /// of them is closing too (or has failed): to UCX a closed connection is a
+  /// failed peer, and a rank that finished a broadcast first (the root) must
+  /// not fail the ranks still completing it. Meanwhile the endpoints are
+  /// flushed. After 1 s at most the endpoints are closed anyway (by force
+  /// where the flush did not finish or the peer failed), so peers still busy
+  /// then see this rank fail; closing waits 1 s at most more. Then destroys
   /// the worker and the context.
   ~Channel() override;
   Channel(const Channel&) = delete;
@@ -85,6 +90,8 @@ class Channel : public P2pChannel {
     uint32_t rank = 0;
     ucp_ep* ep = nullptr;
     bool failed = false;
+    /// It said goodbye: its channel is being destroyed and waits for ours.
+    bool closing = false;
     uint64_t next_send_seq = 0;
     uint64_t next_recv_seq = 0;
     /// Messages that completed ahead of an earlier one (rendezvous still
@@ -112,6 +119,12 @@ class Channel : public P2pChannel {
   Status connect(std::span<const std::byte> addresses, std::size_t stride);
   Status wire_up(std::chrono::steady_clock::time_point deadline);
   void close_endpoints();
+  /// Tells every live peer that this channel is closing (ucx_channel_io.cc).
+  void send_goodbyes();
+  /// Whether a live peer has not said goodbye yet.
+  bool awaiting_goodbyes() const;
+  /// Sleeps on the event fd until UCX has something to do, 5 ms at most.
+  void nap(std::chrono::steady_clock::time_point deadline);
   void wait_requests(std::vector<std::pair<void*, Peer*>>& reqs,
                      std::chrono::steady_clock::time_point deadline);
   void deliver(uint32_t peer, uint64_t seq, Buffer buffer);

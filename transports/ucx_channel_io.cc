@@ -11,6 +11,7 @@ namespace {
 
 constexpr unsigned kAmId = 0x1bb;
 constexpr unsigned kHelloId = 0x1bc;  // wire-up greeting, never delivered to the user
+constexpr unsigned kByeId = 0x1bd;    // "my channel is closing", never delivered to the user
 // Frames up to this size go eagerly: the send completes once UCX has handed
 // the bytes to the wire, without the receiver's progress. A rank that has
 // finished a broadcast may be busy elsewhere (a bootstrap barrier, the
@@ -149,6 +150,26 @@ Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride
                                                ucs_status_string(hs));
     }
   }
+  {
+    ucp_am_handler_param_t bye{};
+    bye.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                     UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    bye.id = kByeId;
+    bye.cb = [](void* arg, const void* header, size_t header_length, void*, size_t,
+                const ucp_am_recv_param_t*) {
+      auto* ch = static_cast<Channel*>(arg);
+      uint32_t from = ch->size_;
+      if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
+      if (from < ch->size_) ch->peers_[from].closing = true;
+      return UCS_OK;
+    };
+    bye.arg = this;
+    ucs_status_t bs = ucp_worker_set_am_recv_handler(worker_, &bye);
+    if (bs != UCS_OK) {
+      return make_error(Errc::kDeviceLost, std::string("ucx: ucp_worker_set_am_recv_handler: ") +
+                                               ucs_status_string(bs));
+    }
+  }
   ucp_am_handler_param_t hp{};
   hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
                   UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -253,6 +274,22 @@ std::size_t Channel::poll(std::span<P2pEvent> out) {
 
 void Channel::release(const RecvView& view) {
   held_.erase(view.handle);
+}
+
+void Channel::send_goodbyes() {
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  rp.flags = UCP_AM_SEND_FLAG_EAGER;
+  for (Peer& p : peers_) {
+    if (p.rank == rank_ || p.ep == nullptr || p.failed) continue;
+    // The header (rank_) outlives the request: the worker goes first.
+    ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, kByeId, &rank_, sizeof rank_, nullptr, 0, &rp);
+    if (UCS_PTR_IS_ERR(req)) {
+      p.failed = true;  // closed by force; nothing to wait for
+    } else if (req != nullptr) {
+      ucp_request_free(req);  // the endpoint's flush waits for it
+    }
+  }
 }
 
 Channel::SendOp* Channel::take_send_op() {
