@@ -132,7 +132,10 @@ TEST(Faults, CorruptionNeverReachesTheUserEvenWithTotalCorruption) {
     bad += s.rejected_total();
     EXPECT_EQ(s.datagrams_useful, 0u);
   }
-  EXPECT_GE(bad, 4u * 7u);
+  // A receiver that completes through stage 2 stops polling, so how many of
+  // the corrupted datagrams each rank gets to reject is a race; that some were
+  // rejected and none was useful is not.
+  EXPECT_GT(bad, 0u);
 }
 
 TEST(Faults, EarlyBufferIsBoundedAndLossesBeyondItAreRepaired) {
