@@ -77,6 +77,54 @@ Status Pinger::wait(uint32_t from, const std::function<void()>& idle) {
   }
 }
 
+Status Pinger::stream(uint32_t from, uint32_t to, uint64_t bytes, uint32_t chunk, double rtt_us,
+                      const std::function<void()>& idle, double* us) {
+  const uint64_t messages = (bytes + chunk - 1) / chunk;
+  if (rank_ == from) {
+    std::vector<std::byte> data(chunk, std::byte{0x33});
+    const Nanos t0 = monotonic_now();
+    for (uint64_t m = 0; m < messages; ++m) {
+      Gather g{{std::span(data.data(),
+                          static_cast<std::size_t>(std::min<uint64_t>(chunk, bytes - m * chunk))),
+                {},
+                {}}};
+      for (;;) {
+        auto r = ch_.send(to, g, 0);
+        if (r) break;
+        if (r.status().code() != Errc::kAgain) return r.status();
+        std::array<P2pEvent, 16> ev;  // drain completions to make room
+        std::size_t n = ch_.poll(ev);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (ev[i].kind == P2pEvent::Kind::kMessage) {
+            pending_.push_back(ev[i].peer);
+            ch_.release(ev[i].message);
+          }
+        }
+      }
+    }
+    IBBCAST_RETURN_IF_ERROR(wait(to, idle));
+    *us = static_cast<double>((monotonic_now() - t0).count()) / 1e3 - rtt_us / 2;
+  } else if (rank_ == to) {
+    uint64_t got = 0;
+    while (got < messages) {
+      std::array<P2pEvent, 32> ev;
+      std::size_t n = ch_.poll(ev);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (ev[i].kind != P2pEvent::Kind::kMessage) continue;
+        if (ev[i].message.bytes.size() > 1 || ev[i].peer != from) {
+          ++got;
+        } else {
+          pending_.push_back(ev[i].peer);
+        }
+        ch_.release(ev[i].message);
+      }
+      if (n == 0) idle();
+    }
+    IBBCAST_RETURN_IF_ERROR(send(from));
+  }
+  return Status::ok();
+}
+
 Status Pinger::measure_rtt(Bootstrap& boot, uint32_t root, uint32_t target,
                            const std::function<void()>& idle, double* rtt_us) {
   (void)boot;

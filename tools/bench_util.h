@@ -30,6 +30,11 @@ class Pinger {
   Status send(uint32_t to);
   /// Waits for a ping from `from`, calling `idle` between polls.
   Status wait(uint32_t from, const std::function<void()>& idle);
+  /// Sends `bytes` from `from` to `to` in `chunk`-sized messages and returns,
+  /// on `from`, the time until `to` acknowledged the last byte, minus half a
+  /// round trip: one point-to-point stream, the yardstick for the chain.
+  Status stream(uint32_t from, uint32_t to, uint64_t bytes, uint32_t chunk, double rtt_us,
+                const std::function<void()>& idle, double* us);
   /// Median round trip root↔target in µs (only those two ranks take part).
   Status measure_rtt(Bootstrap& boot, uint32_t root, uint32_t target,
                      const std::function<void()>& idle, double* rtt_us);

@@ -39,6 +39,26 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   if (!pong) return pong.status();
   Pinger pinger(**pong, boot.rank());
   if (boot.rank() == 0) print_csv_header();
+  if (option(args, "stream", "") == "1" && boot.size() >= 2) {
+    // One UCX stream root → rank 1 of each size, chunked like the chain.
+    auto noop = [] {};
+    double rtt = 0;
+    IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, 0, 1, noop, &rtt));
+    for (uint64_t size : plan.sizes) {
+      std::vector<double> samples;
+      for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
+        IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(noop));
+        double us = 0;
+        IBBCAST_RETURN_IF_ERROR(pinger.stream(0, 1, size, 1404, rtt, noop, &us));
+        if (it >= plan.warmup && boot.rank() == 0) samples.push_back(us);
+      }
+      if (boot.rank() == 0) {
+        std::printf("ucx_stream,%llu,2,0,point_to_point,1,%.1f,\n",
+                    static_cast<unsigned long long>(size), median(samples));
+        std::fflush(stdout);
+      }
+    }
+  }
   for (Algorithm algo : plan.algorithms) {
     EngineConfig cfg = args.engine.value();
     cfg.algorithm = algo;
@@ -80,7 +100,8 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  auto args = parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root"});
+  auto args =
+      parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root"}, {"stream"});
   if (!args) {
     std::fprintf(stderr, "ibbcast bench: %s\n", args.status().to_string().c_str());
     return 2;
