@@ -5,7 +5,7 @@
 # checks every rank's bytes after every broadcast; this script also checks
 # that the fault happened and was repaired, from the statistics it prints.
 # Usage: netns_bcast.sh IBBCAST SCENARIO [RANKS]
-#   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared | nojoin
+#   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared | nojoin | decorator
 set -uo pipefail
 bin=$1 scenario=$2 ranks=${3:-8} iterations=${ITERATIONS:-8}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +20,8 @@ case $scenario in
   partition) fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100 h3' ;;
   dup) fault='"$IBBCAST_NETNS_FABRIC" dup "$IBBCAST_NETNS_PREFIX" 50' ;;
   ipv6) family=ipv6; extra=(--ipv6) ;;
+  decorator)  # the fault decorator over the udp backend in every process
+    runopt="--faults drop=20%,corrupt=5%,dup=5%,truncate=2%" ;;
   nojoin)  # host 3 may join no group (IGMP membership limit 0): all ranks fall back together
     fault='ip netns exec "$IBBCAST_NETNS_PREFIX-h3" sysctl -qw net.ipv4.igmp_max_memberships=0' ;;
   shared)  # two groups on one fixed address and port, both busy at once
@@ -76,6 +78,9 @@ case $scenario in
   partition) expect '[[ $useful -gt 0 && $repaired -gt 0 ]]' ;;
   dup) expect '[[ $dup_total -gt 0 ]]' ;;
   shared) expect '[[ $useful -gt 0 && $foreign -gt 0 ]]' ;;
+  decorator)
+    rejected=$(num rejected)
+    expect '[[ $useful -gt 0 && $repaired -gt 0 && $rejected -gt 0 && $dup_total -gt 0 ]]' ;;
   nojoin)
     expect '[[ $useful -eq 0 ]]'
     on=$(awk '$1 ~ /^[0-9]+$/ && $3 == "on"' "$out" | wc -l)
