@@ -40,10 +40,7 @@ const Action* Engine::front_action() {
   action_.payload = op->buffer.subspan(uint64_t{j.next} * id_.fragment_size, len);
   action_.trailer = {};
   if ((flags & kFlagCrc) != 0) {
-    uint32_t crc = frame_crc(action_header_, action_.payload);
-    for (std::size_t i = 0; i < kCrcSize; ++i) {
-      action_trailer_[i] = static_cast<std::byte>((crc >> (8 * i)) & 0xff);
-    }
+    encode_crc_trailer(action_header_, action_.payload, action_trailer_);
     action_.trailer = action_trailer_;
   }
   action_ready_ = true;

@@ -79,6 +79,11 @@ uint32_t frame_crc(std::span<const std::byte, kHeaderSize> header,
   return crc32c_extend(c, payload.data(), payload.size());
 }
 
+void encode_crc_trailer(std::span<const std::byte, kHeaderSize> header,
+                        std::span<const std::byte> payload, std::span<std::byte, kCrcSize> out) {
+  put<uint32_t>(out.data(), frame_crc(header, payload));
+}
+
 bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why) {
   const std::byte* p = bytes.data();
   if (bytes.size() < kHeaderSize) return *why = Reject::kTruncated, false;

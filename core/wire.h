@@ -84,6 +84,9 @@ void patch_header(std::span<std::byte, kHeaderSize> header, uint8_t flags, uint3
 /// The CRC32C trailer value for a header and its payload.
 uint32_t frame_crc(std::span<const std::byte, kHeaderSize> header,
                    std::span<const std::byte> payload);
+/// Writes the CRC32C trailer of a header and its payload.
+void encode_crc_trailer(std::span<const std::byte, kHeaderSize> header,
+                        std::span<const std::byte> payload, std::span<std::byte, kCrcSize> out);
 
 /// A decoded, self-consistent frame: `payload` points into the input.
 struct Frame {

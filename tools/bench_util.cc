@@ -54,25 +54,37 @@ Status Pinger::send(uint32_t to) {
   return r ? Status::ok() : r.status();
 }
 
+Result<std::size_t> Pinger::poll_once(uint32_t stream_from, uint64_t* streamed) {
+  std::array<P2pEvent, 32> ev;
+  const std::size_t n = ch_.poll(ev);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ev[i].kind == P2pEvent::Kind::kPeerFailed) {
+      return make_error(Errc::kPeerFailed, "bench: rank " + std::to_string(ev[i].peer) + " died");
+    }
+    if (ev[i].kind != P2pEvent::Kind::kMessage) continue;
+    // While a stream runs, its sender sends nothing else: every message from
+    // it is data, whatever its size.
+    if (streamed != nullptr && ev[i].peer == stream_from) {
+      ++*streamed;
+    } else {
+      pending_.push_back(ev[i].peer);
+    }
+    ch_.release(ev[i].message);
+  }
+  return n;
+}
+
 Status Pinger::wait(uint32_t from, const std::function<void()>& idle) {
-  const Nanos deadline = monotonic_now() + std::chrono::seconds(30);
+  const Nanos deadline = monotonic_now() + kWaitLimit;
   for (;;) {
     auto it = std::find(pending_.begin(), pending_.end(), from);
     if (it != pending_.end()) {
       pending_.erase(it);
       return Status::ok();
     }
-    std::array<P2pEvent, 16> ev;
-    std::size_t n = ch_.poll(ev);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (ev[i].kind == P2pEvent::Kind::kMessage) {
-        pending_.push_back(ev[i].peer);
-        ch_.release(ev[i].message);
-      } else if (ev[i].kind == P2pEvent::Kind::kPeerFailed) {
-        return make_error(Errc::kPeerFailed, "bench: rank " + std::to_string(ev[i].peer) + " died");
-      }
-    }
-    if (n == 0) idle();
+    auto n = poll_once(0, nullptr);
+    if (!n) return n.status();
+    if (*n == 0) idle();
     if (monotonic_now() > deadline) return make_error(Errc::kTimedOut, "bench: no pong");
   }
 }
@@ -84,41 +96,26 @@ Status Pinger::stream(uint32_t from, uint32_t to, uint64_t bytes, uint32_t chunk
     std::vector<std::byte> data(chunk, std::byte{0x33});
     const Nanos t0 = monotonic_now();
     for (uint64_t m = 0; m < messages; ++m) {
-      Gather g{{std::span(data.data(),
-                          static_cast<std::size_t>(std::min<uint64_t>(chunk, bytes - m * chunk))),
-                {},
-                {}}};
+      const auto len = static_cast<std::size_t>(std::min<uint64_t>(chunk, bytes - m * chunk));
+      Gather g{{std::span(data.data(), len), {}, {}}};
       for (;;) {
         auto r = ch_.send(to, g, 0);
         if (r) break;
         if (r.status().code() != Errc::kAgain) return r.status();
-        std::array<P2pEvent, 16> ev;  // drain completions to make room
-        std::size_t n = ch_.poll(ev);
-        for (std::size_t i = 0; i < n; ++i) {
-          if (ev[i].kind == P2pEvent::Kind::kMessage) {
-            pending_.push_back(ev[i].peer);
-            ch_.release(ev[i].message);
-          }
-        }
+        auto n = poll_once(0, nullptr);  // completions make room
+        if (!n) return n.status();
       }
     }
     IBBCAST_RETURN_IF_ERROR(wait(to, idle));
     *us = static_cast<double>((monotonic_now() - t0).count()) / 1e3 - rtt_us / 2;
   } else if (rank_ == to) {
+    const Nanos deadline = monotonic_now() + kWaitLimit;
     uint64_t got = 0;
     while (got < messages) {
-      std::array<P2pEvent, 32> ev;
-      std::size_t n = ch_.poll(ev);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (ev[i].kind != P2pEvent::Kind::kMessage) continue;
-        if (ev[i].message.bytes.size() > 1 || ev[i].peer != from) {
-          ++got;
-        } else {
-          pending_.push_back(ev[i].peer);
-        }
-        ch_.release(ev[i].message);
-      }
-      if (n == 0) idle();
+      auto n = poll_once(from, &got);
+      if (!n) return n.status();
+      if (*n == 0) idle();
+      if (monotonic_now() > deadline) return make_error(Errc::kTimedOut, "bench: stream stalled");
     }
     IBBCAST_RETURN_IF_ERROR(send(from));
   }

@@ -40,6 +40,11 @@ class Pinger {
                      const std::function<void()>& idle, double* rtt_us);
 
  private:
+  static constexpr auto kWaitLimit = std::chrono::seconds(30);
+  /// One poll of the channel: pings are queued in pending_; with `streamed`,
+  /// messages from `stream_from` are counted there instead. Returns events seen.
+  Result<std::size_t> poll_once(uint32_t stream_from, uint64_t* streamed);
+
   P2pChannel& ch_;
   uint32_t rank_;
   std::vector<uint32_t> pending_;  // pings already received, by sender

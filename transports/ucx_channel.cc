@@ -118,9 +118,10 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   // rank has its handler registered.
   IBBCAST_RETURN_IF_ERROR(agree(bootstrap, ch->connect(addresses, stride), "connect"));
   Status wired = ch->wire_up(std::chrono::steady_clock::now() + std::chrono::seconds(30));
-  // Keep progressing until every rank is through its greetings: a TCP
-  // connection set up from both ends at once is settled by messages that
-  // need both sides' progress, and a rank blocked in a plain fence starves it.
+  // Keep progressing until every rank is through its greetings, so that a
+  // peer still finishing its wire-up is not left waiting on a rank already
+  // blocked in a plain fence (a precaution; the flake once blamed on wire-up
+  // was the teardown that close_endpoints now handles).
   ucp_worker* worker = ch->worker_;
   IBBCAST_RETURN_IF_ERROR(bootstrap.progressing_barrier([worker] { ucp_worker_progress(worker); }));
   IBBCAST_RETURN_IF_ERROR(agree(bootstrap, wired, "wire-up"));
@@ -165,11 +166,7 @@ void Channel::close_endpoints() {
   while ((!pending.empty() || awaiting_goodbyes()) && Clock::now() < parting) {
     // Sleep rather than spin: the peers still working may share our CPUs.
     if (ucp_worker_progress(worker_) == 0) nap(parting);
-    std::erase_if(pending, [](const auto& entry) {
-      if (ucp_request_check_status(entry.first) == UCS_INPROGRESS) return false;
-      ucp_request_free(entry.first);
-      return true;
-    });
+    std::erase_if(pending, [](const auto& entry) { return reap(entry.first); });
   }
   for (auto& [req, p] : pending) {
     ucp_request_free(req);  // released by UCX when the forced close ends it
@@ -196,6 +193,12 @@ void Channel::close_endpoints() {
     ucp_request_free(req);
 }
 
+bool Channel::reap(void* request) {
+  if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
+  ucp_request_free(request);
+  return true;
+}
+
 bool Channel::awaiting_goodbyes() const {
   for (const Peer& p : peers_) {
     if (p.rank != rank_ && p.ep != nullptr && !p.failed && !p.closing) return true;
@@ -215,11 +218,7 @@ void Channel::wait_requests(std::vector<std::pair<void*, Peer*>>& reqs,
                             std::chrono::steady_clock::time_point deadline) {
   while (!reqs.empty() && Clock::now() < deadline) {
     ucp_worker_progress(worker_);
-    std::erase_if(reqs, [](const auto& entry) {
-      if (ucp_request_check_status(entry.first) == UCS_INPROGRESS) return false;
-      ucp_request_free(entry.first);
-      return true;
-    });
+    std::erase_if(reqs, [](const auto& entry) { return reap(entry.first); });
   }
 }
 

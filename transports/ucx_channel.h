@@ -118,6 +118,8 @@ class Channel : public P2pChannel {
   Channel(uint32_t rank, uint32_t size);
   Status connect(std::span<const std::byte> addresses, std::size_t stride);
   Status wire_up(std::chrono::steady_clock::time_point deadline);
+  /// Frees a finished UCX request; false while it is still in progress.
+  static bool reap(void* request);
   void close_endpoints();
   /// Tells every live peer that this channel is closing (ucx_channel_io.cc).
   void send_goodbyes();

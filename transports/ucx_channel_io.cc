@@ -322,11 +322,12 @@ namespace ibbcast::ucx {
 
 Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
   // Every endpoint connects now, while every rank is here progressing: later a
-  // rank may stop progressing (done with a broadcast, busy elsewhere) and a
-  // connection to it could not be completed then. The lower rank of a pair
-  // greets first and the higher one answers, so no pair opens its TCP
-  // connections from both ends at once (UCX settles such crossings with
-  // extra messages that need both sides' progress).
+  // rank may stop progressing (done with a broadcast, busy elsewhere), and a
+  // connection opened lazily by the first stage-2 send would then never
+  // complete — observed as a stalled ring with 8 ranks. The lower rank of a
+  // pair greets first and the higher one answers, so no pair opens its TCP
+  // connections from both ends at once; that is a precaution, not a fix for
+  // an observed failure.
   hello_from_.assign(size_, false);
   std::vector<bool> greeted(size_, false);
   std::vector<void*> reqs;
@@ -351,11 +352,7 @@ Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
     for (uint32_t r = 0; r < rank_; ++r) {
       if (hello_from_[r] && !greeted[r]) IBBCAST_RETURN_IF_ERROR(greet(r));
     }
-    std::erase_if(reqs, [](void* req) {
-      if (ucp_request_check_status(req) == UCS_INPROGRESS) return false;
-      ucp_request_free(req);
-      return true;
-    });
+    std::erase_if(reqs, reap);
     if (reqs.empty() && hellos_ + 1 >= size_) return Status::ok();
     if (std::chrono::steady_clock::now() > deadline) {
       for (void* req : reqs)
