@@ -1,0 +1,32 @@
+#pragma once
+// The transport contract as per-rank checks. Every rank of one fabric runs
+// the same check at the same time, whether the ranks are threads of one
+// process (the in-process suite) or processes under mpirun, one per network
+// namespace (the multi-process suite): one suite for every backend and both
+// ways of running it. A check returns the first failure this rank saw, with
+// what was expected; kUnsupported means the backend lacks the feature (the
+// caller reports a skip, which the multi-process runner counts as a failure).
+
+#include "core/transport.h"
+
+namespace ibbcast::conformance {
+
+/// Rank 0 sends a 1-byte and a max_datagram-byte datagram to a fresh group
+/// address (and fails to send max_datagram + 1); every other rank receives
+/// both, byte-exact, in order.
+Status multicast_reaches_every_member(Transport& transport, Bootstrap& boot);
+
+/// Every rank sends 500 messages of growing size to its ring successor while
+/// receiving its predecessor's: all arrive, in order, byte-exact.
+Status reliable_channel_is_ordered(Transport& transport, Bootstrap& boot);
+
+/// Rank 1 arms the event fd and sleeps on it; one message from rank 0 wakes
+/// it, and arming with the message pending is refused.
+Status event_fd_wakes_a_sleeper(Transport& transport, Bootstrap& boot);
+
+/// Every algorithm broadcasts 100 003 bytes from two roots through Group,
+/// byte-exact on every rank; with native multicast, the two-stage broadcast
+/// must have joined on every rank and carried fragments by multicast.
+Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot);
+
+}  // namespace ibbcast::conformance

@@ -1,0 +1,80 @@
+// The conformance suite with real processes: one process per rank, launched
+// by mpirun (PMIx bootstrap), each in its own network namespace of the
+// namespace fabric when IBBCAST_NETNS_PREFIX is set (see
+// tests/integration/conformance_procs.sh). The udp backend carries multicast,
+// UCX the reliable channel, configured from IBBCAST_UDP_* like `ibbcast run`.
+// Every rank runs every check at the same time and asserts what it received;
+// any failing rank makes mpirun fail.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "core/env.h"
+#include "tests/conformance/contract.h"
+#include "transports/netns.h"
+#include "transports/pmix_bootstrap.h"
+#include "transports/ucx_channel.h"
+#include "transports/udp.h"
+
+namespace ibbcast::conformance {
+namespace {
+
+Bootstrap* g_boot = nullptr;
+
+void run_check(Status (*check)(Transport&, Bootstrap&)) {
+  Config<udp::UdpConfig> cfg{"udp", udp::udp_config_table()};
+  ASSERT_TRUE(cfg.load_env().is_ok());
+  Bootstrap& boot = *g_boot;
+  auto t = udp::make_transport(cfg.value(), [&boot]() {
+    auto ch = ucx::Channel::create(boot, {});
+    if (!ch) return Result<std::unique_ptr<P2pChannel>>(ch.status());
+    return Result<std::unique_ptr<P2pChannel>>(std::unique_ptr<P2pChannel>(std::move(*ch)));
+  });
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  // No skips here: a backend feature the contract needs is a failure.
+  Status st = check(**t, boot);
+  EXPECT_TRUE(st.is_ok()) << "rank " << boot.rank() << ": " << st.to_string();
+}
+
+TEST(ProcessConformance, MulticastReachesEveryMemberByteExact) {
+  run_check(multicast_reaches_every_member);
+}
+
+TEST(ProcessConformance, ReliableChannelIsOrderedPerPeerAndByteExact) {
+  run_check(reliable_channel_is_ordered);
+}
+
+TEST(ProcessConformance, EventFdWakesASleepingRank) {
+  run_check(event_fd_wakes_a_sleeper);
+}
+
+TEST(ProcessConformance, EveryAlgorithmBroadcastsByteExact) {
+  run_check(every_algorithm_broadcasts);
+}
+
+}  // namespace
+}  // namespace ibbcast::conformance
+
+int main(int argc, char** argv) {
+  using namespace ibbcast;  // NOLINT: main only
+  ::testing::InitGoogleTest(&argc, argv);
+  auto boot = pmix::Bootstrap::create();
+  if (!boot) {
+    std::fprintf(stderr, "process conformance: %s (start it under mpirun)\n",
+                 boot.status().to_string().c_str());
+    return 2;
+  }
+  if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
+    Status st = enter_netns(*prefix + "-h" + std::to_string((*boot)->rank()));
+    if (!st) {
+      std::fprintf(stderr, "process conformance: %s\n", st.to_string().c_str());
+      return 2;
+    }
+  }
+  if ((*boot)->size() < 2) {
+    std::fprintf(stderr, "process conformance: needs 2 ranks or more\n");
+    return 2;
+  }
+  conformance::g_boot = boot->get();
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The conformance suite with real processes over the namespace fabric: one
+# process per rank under mpirun, each in its own network namespace on one
+# bridge. Passes only when every rank ran every selected check and passed it
+# (a skipped or missing check on any rank is a failure).
+# Usage: conformance_procs.sh BINARY VARIANT [RANKS]
+#   VARIANT: udp4 | udp6 | udp4-loss30 (the broadcasts with 30 % multicast loss)
+set -uo pipefail
+bin=$1 variant=$2 ranks=${3:-4}
+here=$(cd "$(dirname "$0")/.." && pwd)
+command -v mpirun >/dev/null || { echo "FAIL: mpirun not installed"; exit 1; }
+
+family=ipv4 extra=() fault=true filter='*' expect=4
+case $variant in
+  udp4) ;;
+  udp6) family=ipv6 extra=(--ipv6) ;;
+  udp4-loss30)
+    fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30'
+    filter='*EveryAlgorithm*' expect=1 ;;
+  *) echo "unknown variant $variant"; exit 2 ;;
+esac
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$here/support/netns_run.sh" - "$ranks" "${extra[@]}" -- bash -c "
+  $fault || exit 3
+  exec timeout 600 mpirun --allow-run-as-root --oversubscribe --tag-output -np $ranks \
+    -x IBBCAST_NETNS_PREFIX -x IBBCAST_TIMEOUT=10s \
+    -x IBBCAST_UDP_INTERFACE=eth0 -x IBBCAST_UDP_FAMILY=$family \
+    '$bin' --gtest_color=no --gtest_filter='$filter'" >"$out" 2>&1
+rc=$?
+cat "$out"
+[[ $rc -eq 0 ]] || { echo "FAIL: mpirun exit status $rc"; exit 1; }
+fails=0
+for ((r = 0; r < ranks; r++)); do
+  mine=$(grep -E "^\[[0-9]+,$r\]<stdout>:" "$out")
+  if ! grep -qF "[  PASSED  ] $expect test" <<<"$mine"; then
+    echo "FAIL: rank $r did not pass $expect checks"; fails=1
+  fi
+  if grep -qE "SKIPPED|FAILED" <<<"$mine"; then
+    echo "FAIL: rank $r skipped or failed a check"; fails=1
+  fi
+done
+[[ $fails -eq 0 ]] && echo "conformance $variant: $expect checks passed on all $ranks ranks"
+exit $fails
