@@ -44,6 +44,7 @@ Status read_plan(const Args& args, BenchPlan& plan) {
   plan.iterations = static_cast<uint32_t>(std::max<uint64_t>(*it, 1));
   plan.warmup = static_cast<uint32_t>(*wu);
   plan.root = static_cast<uint32_t>(*root);
+  plan.per_node = option(args, "max-only", "") != "1";
   return Status::ok();
 }
 
@@ -170,7 +171,7 @@ void print_csv_rows(Algorithm algo, uint64_t size, uint32_t ranks, uint32_t root
                     const std::vector<double>& node_us, const std::vector<double>& max_us) {
   const std::string name(algorithm_name(algo));
   for (uint32_t t = 0; t < node_us.size(); ++t) {
-    if (t == root) continue;
+    if (t == root || node_us[t] == 0) continue;  // 0: per-node method not run
     std::printf("%s,%llu,%u,%u,per_node,%u,%.1f,\n", name.c_str(),
                 static_cast<unsigned long long>(size), ranks, root, t, node_us[t]);
   }

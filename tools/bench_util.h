@@ -15,6 +15,7 @@ struct BenchPlan {
   std::vector<uint64_t> sizes;
   std::vector<Algorithm> algorithms;
   uint32_t iterations = 20, warmup = 3, root = 0;
+  bool per_node = true;  ///< --max-only skips the (p-1)-times longer per-node method
   std::chrono::microseconds root_wait{200};  ///< how much later the root enters
 };
 

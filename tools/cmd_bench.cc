@@ -69,7 +69,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
     for (uint64_t size : plan.sizes) {
       std::vector<std::byte> buf(size, std::byte{0x5a});
       std::vector<double> node_us(boot.size(), 0);
-      for (uint32_t target = 0; target < boot.size(); ++target) {
+      for (uint32_t target = 0; plan.per_node && target < boot.size(); ++target) {
         if (target == plan.root) continue;
         double rtt = 0;
         IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, plan.root, target, idle, &rtt));
@@ -101,7 +101,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
 
 int cmd_bench(int argc, char** argv) {
   auto args =
-      parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root"}, {"stream"});
+      parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root"}, {"stream", "max-only"});
   if (!args) {
     std::fprintf(stderr, "ibbcast bench: %s\n", args.status().to_string().c_str());
     return 2;

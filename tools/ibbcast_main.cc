@@ -19,6 +19,7 @@ void usage() {
       "  bench       per-node (thesis) and max-over-ranks broadcast times as CSV, under\n"
       "              mpirun: --sizes 1,4k,1m --algorithms two_stage,binomial --iterations 20\n"
       "              --stream adds one UCX point-to-point stream (rank 0 -> 1) per size\n"
+      "              --max-only skips the per-node method (p-1 times longer)\n"
       "  info        backends of this build; --config: every knob, value, origin\n"
       "  config-doc  docs/config.md, generated from the config tables\n"
       "engine knobs work as flags everywhere: --algorithm two_stage --fragment-size 4k ...\n"
