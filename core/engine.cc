@@ -75,6 +75,7 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
     if (op.release_at <= now) start_root(op, now);
   } else {
     op.owned.assign((op.frags + 63) / 64, 0);
+    if (algo == Algorithm::kTwoStage) op.ring_expected = op.frags;
     // Frames that arrived before this call (the intermediate phase) count now.
     std::vector<Early> mine;
     auto it = std::stable_partition(early_.begin(), early_.end(),
@@ -191,8 +192,13 @@ void Engine::deliver(Op& op, const Frame& f, bool reliable, Nanos now) {
     ++(reliable ? stats_.messages_late : stats_.datagrams_duplicate);
     return;
   }
+  if (reliable && op.ring_expected != 0) {
+    ++op.ring_received;
+    op.last_progress = now;
+  }
   if (op.owns(h.frag_index)) {
     ++(reliable ? stats_.messages_duplicate : stats_.datagrams_duplicate);
+    if (reliable) maybe_complete(op, now);
     return;
   }
   std::memcpy(op.buffer.data() + uint64_t{h.frag_index} * id_.fragment_size, f.payload.data(),

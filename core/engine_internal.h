@@ -29,8 +29,14 @@ struct Engine::Op {
   std::vector<uint32_t> children;
   uint32_t queued_jobs = 0;  // entries of jobs_ that belong to this op
   uint32_t inflight = 0;     // sends popped but not completed
-  bool started = false;      // root: sends queued (after root_delay)
-  Nanos release_at{0};       // root: when stage 1 may start
+  // Two-stage: the predecessor sends every fragment around the ring, and on
+  // channels like TCP its sends complete only while this rank reads them. So
+  // a rank stays until it has consumed all of them (useful or not), or a rank
+  // done by multicast alone would leave its predecessor stalled in the call.
+  uint32_t ring_expected = 0;
+  uint32_t ring_received = 0;
+  bool started = false;  // root: sends queued (after root_delay)
+  Nanos release_at{0};   // root: when stage 1 may start
   Nanos last_progress{0};
   bool done = false;
   bool failed = false;

@@ -8,6 +8,14 @@
 
 namespace ibbcast {
 
+namespace {
+std::string ring_note(uint32_t received, uint32_t expected) {
+  if (expected == 0) return "";
+  return ", " + std::to_string(received) + "/" + std::to_string(expected) +
+         " ring copies from the predecessor";
+}
+}  // namespace
+
 void Engine::push_job(Op& op, Action::Kind kind, uint32_t peer, uint32_t begin, uint32_t end) {
   if (begin >= end) return;
   // Consecutive fragments to the same peer share one job, so the root's
@@ -72,7 +80,10 @@ void Engine::on_send_complete(uint64_t id, Nanos now) {
 
 void Engine::maybe_complete(Op& op, Nanos now) {
   (void)now;
-  if (op.done || op.owned_count != op.frags || op.queued_jobs != 0 || op.inflight != 0) return;
+  if (op.done || op.owned_count != op.frags || op.queued_jobs != 0 || op.inflight != 0 ||
+      op.ring_received < op.ring_expected) {
+    return;
+  }
   if (op.is_root && !op.started && op.frags != 0) return;
   op.done = true;
   op.owned.clear();
@@ -116,7 +127,9 @@ void Engine::on_tick(Nanos now) {
                               " bytes, " + std::string(algorithm_name(op.algorithm)) +
                               "): no progress for " + format_duration(cfg_.timeout) + ", owned " +
                               std::to_string(op.owned_count) + "/" + std::to_string(op.frags) +
-                              " fragments — a peer is dead, partitioned or not calling"));
+                              " fragments" + ring_note(op.ring_received, op.ring_expected) + ", " +
+                              std::to_string(op.inflight) +
+                              " sends in flight — a peer is dead, partitioned or not calling"));
     }
   }
 }

@@ -29,4 +29,11 @@ Status event_fd_wakes_a_sleeper(Transport& transport, Bootstrap& boot);
 /// must have joined on every rank and carried fragments by multicast.
 Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot);
 
+/// Two-stage broadcasts of 16 MiB, each followed at once by a barrier that
+/// does not progress the group (as an application's next MPI collective
+/// would not): every rank completes, byte-exact. A rank that left while its
+/// predecessor's stage-2 stream was still arriving would stall that sender on
+/// channels that need the receiver's progress (TCP), until the barrier timed out.
+Status large_broadcast_then_foreign_collective(Transport& transport, Bootstrap& boot);
+
 }  // namespace ibbcast::conformance

@@ -60,4 +60,26 @@ Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot) {
   return first;
 }
 
+Status large_broadcast_then_foreign_collective(Transport& transport, Bootstrap& boot) {
+  EngineConfig cfg;
+  cfg.algorithm = Algorithm::kTwoStage;
+  auto g = Group::create(transport, boot, cfg);
+  if (!g) return g.status();
+  const std::size_t size = 16u << 20;
+  Status first = Status::ok();
+  for (uint32_t k = 0; k < 2; ++k) {
+    const uint32_t root = k % boot.size();
+    const auto want = local::pattern(size, 77 + k);
+    std::vector<std::byte> buf = boot.rank() == root ? want : std::vector<std::byte>(size);
+    Status st = (*g)->bcast(root, buf.data(), size);
+    if (st && buf != want) st = make_error(Errc::kCorrupt, "wrong bytes");
+    if (!st && first) {
+      first = make_error(st.code(), "broadcast " + std::to_string(k) + " rank " +
+                                        std::to_string(boot.rank()) + ": " + st.to_string());
+    }
+    IBBCAST_RETURN_IF_ERROR(boot.barrier());
+  }
+  return first;
+}
+
 }  // namespace ibbcast::conformance

@@ -52,6 +52,10 @@ TEST(ProcessConformance, EveryAlgorithmBroadcastsByteExact) {
   run_check(every_algorithm_broadcasts);
 }
 
+TEST(ProcessConformance, LargeBroadcastThenForeignCollective) {
+  run_check(large_broadcast_then_foreign_collective);
+}
+
 }  // namespace
 }  // namespace ibbcast::conformance
 

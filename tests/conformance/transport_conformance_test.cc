@@ -92,6 +92,10 @@ TEST_P(Conformance, EveryAlgorithmBroadcastsByteExact) {
   run_check(5, every_algorithm_broadcasts);
 }
 
+TEST_P(Conformance, LargeBroadcastThenForeignCollective) {
+  run_check(3, large_broadcast_then_foreign_collective);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(backends()),
                          [](const ::testing::TestParamInfo<Backend>& i) { return i.param.name; });
 

@@ -10,7 +10,7 @@ bin=$1 variant=$2 ranks=${3:-4}
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not installed"; exit 1; }
 
-family=ipv4 extra=() fault=true filter='*' expect=4
+family=ipv4 extra=() fault=true filter='*' expect=5
 case $variant in
   udp4) ;;
   udp6) family=ipv6 extra=(--ipv6) ;;
