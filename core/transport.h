@@ -81,10 +81,9 @@ class P2pChannel {
   /// Pushes every accepted send onto the wire before `timeout`, so a rank can
   /// stop progressing (return to the application) without stranding bytes
   /// its peers wait for. Channels that write synchronously return at once.
-  virtual Status flush(Nanos timeout) {
-    (void)timeout;
-    return Status::ok();
-  }
+  /// Pure virtual on purpose: a wrapper that forgot to forward it silently
+  /// stranded a rank's last sends (found by the MPI adapter over the fabric).
+  virtual Status flush(Nanos timeout) = 0;
 };
 
 /// A registered memory range; deregisters when destroyed. Move-only.

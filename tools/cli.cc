@@ -10,6 +10,7 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
   // Environment first, so flags override it.
   IBBCAST_RETURN_IF_ERROR(a.engine.load_env());
   IBBCAST_RETURN_IF_ERROR(a.udp.load_env());
+  IBBCAST_RETURN_IF_ERROR(a.mpi.load_env());
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) {
@@ -49,6 +50,8 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
 std::vector<ConfigRow> Args::rows() const {
   std::vector<ConfigRow> r = engine.rows();
   for (auto& row : udp.rows())
+    r.push_back(std::move(row));
+  for (auto& row : mpi.rows())
     r.push_back(std::move(row));
   return r;
 }

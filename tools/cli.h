@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/engine_config.h"
 #include "core/status.h"
+#include "mpi-adapter/adapter_config.h"
 #include "transports/udp_config.h"
 
 namespace ibbcast::tool {
@@ -17,6 +18,8 @@ namespace ibbcast::tool {
 struct Args {
   Config<EngineConfig> engine{"engine", engine_config_table()};
   Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
+  /// Listed by `info --config`; the tools themselves do not use it.
+  Config<mpi::AdapterConfig> mpi{"mpi", mpi::adapter_config_table()};
   std::map<std::string, std::string> options;  ///< the subcommand's own --key value
   std::vector<std::string> positional;
 

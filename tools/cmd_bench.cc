@@ -100,8 +100,8 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  auto args =
-      parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root"}, {"stream", "max-only"});
+  auto args = parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root"},
+                         {"stream", "max-only"});
   if (!args) {
     std::fprintf(stderr, "ibbcast bench: %s\n", args.status().to_string().c_str());
     return 2;

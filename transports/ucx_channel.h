@@ -69,9 +69,10 @@ class Channel : public P2pChannel {
   /// The worker's event fd; arm() returns kAgain when events are pending.
   int event_fd() const override;
   Status arm() override;
-  /// ucp_worker_flush: UCX's TCP transport keeps "completed" eager sends in
-  /// its own buffer until the next progress call, so a rank about to stop
-  /// progressing must flush or its successor starves.
+  /// Progresses until UCX is idle: its TCP transport keeps "completed" eager
+  /// sends in its own buffer until a progress call writes them, so a rank
+  /// about to stop progressing must flush or its successor starves. (Not a
+  /// UCX flush, which would wait for the peer's progress too.)
   Status flush(Nanos timeout) override;
 
   uint32_t rank() const { return rank_; }

@@ -1,0 +1,34 @@
+#include "mpi-adapter/adapter_config.h"
+
+#include <array>
+
+#include "core/config_fields.h"
+
+namespace ibbcast::mpi {
+namespace {
+
+using namespace config_detail;
+
+// Every rank of a communicator must reach the same decision from these, so
+// they are read once per process from the environment mpirun exports to all
+// ranks; a rank-dependent value would split the decision (and hang).
+const std::array<ConfigField<AdapterConfig>, 5> kTable = {{
+    bool_field<&AdapterConfig::enable>("mpi_enable", "on",
+                                       "MPI adapter on/off (off: the MPI's own broadcast)"),
+    uint_field<&AdapterConfig::min_ranks>(
+        "mpi_min_ranks", "2", "communicators with fewer ranks use the MPI's own broadcast"),
+    size_field<&AdapterConfig::min_bytes>("mpi_min_bytes", "0",
+                                          "messages with fewer bytes use the MPI's own broadcast"),
+    size_field<&AdapterConfig::max_bytes>(
+        "mpi_max_bytes", "0", "messages with more bytes use the MPI's own broadcast; 0 = none"),
+    bool_field<&AdapterConfig::print_stats>(
+        "mpi_print_stats", "off", "rank 0 of a communicator prints its statistics when freed"),
+}};
+
+}  // namespace
+
+std::span<const ConfigField<AdapterConfig>> adapter_config_table() {
+  return kTable;
+}
+
+}  // namespace ibbcast::mpi

@@ -1,0 +1,23 @@
+#pragma once
+// Knobs of the MPI adapter (libibbcast_mpi), one table feeding IBBCAST_MPI_*
+// variables, `ibbcast info --config` and docs/config.md. It holds no MPI
+// types, so the table is part of libibbcast and every build lists it.
+
+#include <cstdint>
+#include <span>
+
+#include "core/config.h"
+
+namespace ibbcast::mpi {
+
+struct AdapterConfig {
+  bool enable = true;        ///< off: every call goes to the MPI's own implementation
+  uint32_t min_ranks = 2;    ///< smaller communicators use the MPI's own broadcast
+  uint64_t min_bytes = 0;    ///< smaller messages use the MPI's own broadcast
+  uint64_t max_bytes = 0;    ///< larger messages use the MPI's own broadcast; 0 = no limit
+  bool print_stats = false;  ///< rank 0 of each communicator prints its statistics when freed
+};
+
+std::span<const ConfigField<AdapterConfig>> adapter_config_table();
+
+}  // namespace ibbcast::mpi

@@ -1,0 +1,29 @@
+/* The C interface of libibbcast_mpi beside the intercepted MPI calls: the
+ * per-communicator statistics. Programs that must also run without the
+ * adapter look it up with dlsym(RTLD_DEFAULT, "ibbcast_mpi_comm_stats"). */
+#ifndef IBBCAST_MPI_H
+#define IBBCAST_MPI_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ibbcast_mpi_stats {
+  uint64_t ibbcast_calls; /* MPI_Bcast calls carried by ibbcast */
+  uint64_t ibbcast_bytes;
+  uint64_t packed_calls; /* of those, non-contiguous datatypes (packed) */
+  uint64_t native_calls; /* MPI_Bcast calls handed to the MPI's own broadcast */
+  int multicast_active;  /* 1 when the group's multicast is on */
+} ibbcast_mpi_stats;
+
+/* 0 on success; fills *out for comm (zeros before its first broadcast). */
+int ibbcast_mpi_comm_stats(MPI_Comm comm, ibbcast_mpi_stats* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
