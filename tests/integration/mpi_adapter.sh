@@ -10,7 +10,7 @@
 #         fabric one namespace per rank on the bridge (the namespace fabric)
 #         loss   fabric with 20 % multicast loss on the bridge
 set -uo pipefail
-impl=$1 lib=$2 check=$3 mode=$4
+impl=$1 lib=$(realpath "$2") check=$(realpath "$3") mode=$4
 shift 4
 nps=("$@")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,13 +23,13 @@ case $mode in
 esac
 # A sanitizer build of the adapter needs its runtimes loaded first (the MPI
 # program itself is not instrumented); the MPI libraries' own leaks are not ours.
-preload=$lib
+preload=$lib asan=()
 sanitizers=$(ldd "$lib" | awk '/libasan|libubsan/ {print $3}' | tr '\n' ':')
 if [[ -n $sanitizers ]]; then
   preload="${sanitizers}${lib}"
-  export ASAN_OPTIONS=detect_leaks=0
+  asan=(ASAN_OPTIONS=detect_leaks=0)
 fi
-envs=(LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:-}" EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_UDP_INTERFACE=eth0
+envs=(LD_PRELOAD="$preload" "${asan[@]}" EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_UDP_INTERFACE=eth0
   IBBCAST_TIMEOUT=20s)
 launch() {  # NP: the launcher line for this MPI
   local np=$1 args=()
