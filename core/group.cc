@@ -45,12 +45,13 @@ Result<bool> Group::test(uint64_t request) {
       return false;
     case OpState::kDone:
       engine_->release(request);
-      // Forwards handed to the transport must be on the wire before this
-      // rank may stop progressing.
-      IBBCAST_RETURN_IF_ERROR(p2p_->flush(engine_->config().timeout));
+      // This rank may not call again for a long time; forwards handed to the
+      // channel must reach the next ranks meanwhile.
+      p2p_->hand_off();
       return true;
     case OpState::kFailed:
       engine_->release(request);
+      p2p_->hand_off();
       return st;
     case OpState::kUnknown:
       break;
@@ -67,8 +68,11 @@ Status Group::wait(uint64_t request) {
     Nanos until = engine_->next_deadline();
     Nanos max_wait = until > now ? until - now : Nanos(0);
     // Cap the sleep so a lost wake-up costs milliseconds, not the timeout.
-    max_wait = std::min<Nanos>(max_wait, std::chrono::milliseconds(50));
+    // With a hook, short naps: the other library may need this rank soon.
+    max_wait = std::min<Nanos>(
+        max_wait, progress_hook_ ? std::chrono::milliseconds(1) : std::chrono::milliseconds(50));
     IBBCAST_RETURN_IF_ERROR(progress(true, max_wait));
+    if (progress_hook_) progress_hook_();
   }
 }
 

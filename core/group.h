@@ -1,11 +1,13 @@
 #pragma once
 // ibbcast::Group: the public broadcast API. It binds one Engine to one
 // transport's channels and one bootstrap, and drives them from the calling
-// thread (the library starts no threads). Waiting sleeps on the transport's
+// thread (a channel that needs progress between calls, UCX's, runs its own
+// helper only while the application is away). Waiting sleeps on the transport's
 // event fd, so many ranks on few cores do not starve each other.
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -47,6 +49,11 @@ class Group {
   /// to `max_wait` when there was nothing to do.
   Status progress(bool block, Nanos max_wait);
 
+  /// Called between naps while bcast/wait block, for a library that shares
+  /// the ranks and needs their progress (an MPI whose pending sends a peer
+  /// waits for while this rank waits for that peer). Naps are 1 ms with a hook.
+  void set_progress_hook(std::function<void()> hook) { progress_hook_ = std::move(hook); }
+
   /// ok while usable; kPeerFailed once this rank knows a peer died (sticky:
   /// every later broadcast fails at once; rebuild the group).
   const Status& health() const { return engine_->group_status(); }
@@ -73,6 +80,7 @@ class Group {
   std::unique_ptr<McastChannel> mcast_;
   std::unique_ptr<P2pChannel> p2p_;
   std::string fallback_reason_;
+  std::function<void()> progress_hook_;
   bool print_statistics_ = false;
   bool logged_send_error_ = false;
 };

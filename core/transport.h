@@ -78,12 +78,16 @@ class P2pChannel {
   /// combine the reliable channel with their own sockets in one wait.
   virtual int event_fd() const { return -1; }
   virtual Status arm() { return Status::ok(); }
-  /// Pushes every accepted send onto the wire before `timeout`, so a rank can
-  /// stop progressing (return to the application) without stranding bytes
-  /// its peers wait for. Channels that write synchronously return at once.
-  /// Pure virtual on purpose: a wrapper that forgot to forward it silently
-  /// stranded a rank's last sends (found by the MPI adapter over the fabric).
-  virtual Status flush(Nanos timeout) = 0;
+  /// The owner stops calling now (it returns to the application) until its
+  /// next call. Every send accepted so far must still reach its peer without
+  /// the owner's help: some channels keep "completed" sends in a user-space
+  /// buffer that only progress writes out (UCX's TCP transport), and the peer
+  /// may need them before this rank calls again — possibly never, if this
+  /// rank next waits in another library's collective for that peer. Never
+  /// blocks. A channel whose sends complete into the kernel or the NIC has
+  /// nothing to do. Pure virtual on purpose: a wrapper that forgot to forward
+  /// it silently stranded a rank's last sends (found by the MPI adapter).
+  virtual void hand_off() = 0;
 };
 
 /// A registered memory range; deregisters when destroyed. Move-only.

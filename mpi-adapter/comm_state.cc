@@ -107,6 +107,10 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
   auto g = Group::create(*s->transport_, b, settings().engine.value());
   if (!all_ok(b, g.status(), &s->reason_)) return s;
   s->group_ = std::move(*g);
+  // While a broadcast waits (for data, or for its forwards to leave), this
+  // rank keeps the MPI progressing: a peer may be in an MPI call that needs
+  // this rank's pending MPI sends before it can come and take ours.
+  s->group_->set_progress_hook([&b] { b.poke_progress(); });
   return s;
 }
 

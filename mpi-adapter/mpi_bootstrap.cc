@@ -48,6 +48,11 @@ Status MpiBootstrap::barrier() {
   return mpi_status(PMPI_Barrier(comm_), "MPI_Barrier");
 }
 
+void MpiBootstrap::poke_progress() {
+  int flag = 0;
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
+}
+
 Status MpiBootstrap::progressing_barrier(const std::function<void()>& while_waiting) {
   MPI_Request req = MPI_REQUEST_NULL;
   IBBCAST_RETURN_IF_ERROR(mpi_status(PMPI_Ibarrier(comm_, &req), "MPI_Ibarrier"));

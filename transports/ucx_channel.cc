@@ -75,7 +75,8 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   if (local) {
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // the group's thread is the only caller
+    // The owner and the hand-off thread take turns under mu_.
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     s = ucp_worker_create(ch->context_, &wp, &ch->worker_);
     if (s != UCS_OK) local = setup_error("ucp_worker_create", s);
   }
@@ -125,10 +126,12 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   ucp_worker* worker = ch->worker_;
   IBBCAST_RETURN_IF_ERROR(bootstrap.progressing_barrier([worker] { ucp_worker_progress(worker); }));
   IBBCAST_RETURN_IF_ERROR(agree(bootstrap, wired, "wire-up"));
+  IBBCAST_RETURN_IF_ERROR(ch->start_helper());
   return ch;
 }
 
 Channel::~Channel() {
+  stop_helper();
   closing_ = true;
   if (worker_ != nullptr) {
     close_endpoints();
@@ -262,6 +265,7 @@ int Channel::event_fd() const {
 }
 
 Status Channel::arm() {
+  auto lock = owner_lock();
   // Events already queued would never make the fd readable.
   if (!events_.empty()) return make_error(Errc::kAgain, "events pending");
   ucs_status_t s = ucp_worker_arm(worker_);

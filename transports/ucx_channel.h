@@ -12,13 +12,16 @@
 // UCX handles are forward-declared so that includers need no UCX headers.
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -69,11 +72,13 @@ class Channel : public P2pChannel {
   /// The worker's event fd; arm() returns kAgain when events are pending.
   int event_fd() const override;
   Status arm() override;
-  /// Progresses until UCX is idle: its TCP transport keeps "completed" eager
-  /// sends in its own buffer until a progress call writes them, so a rank
-  /// about to stop progressing must flush or its successor starves. (Not a
-  /// UCX flush, which would wait for the peer's progress too.)
-  Status flush(Nanos timeout) override;
+  /// Wakes the hand-off thread: until the owner's next call it progresses
+  /// the worker, sleeping on its event fd. UCX's TCP transport keeps
+  /// "completed" eager sends in its own buffer until a progress call writes
+  /// them, and only a remote-acknowledged ucp_ep_flush would say they left;
+  /// that waits for the peer, which may itself wait for this rank in the
+  /// application's next collective (seen with MPICH).
+  void hand_off() override;
 
   uint32_t rank() const { return rank_; }
   uint32_t size() const { return size_; }
@@ -151,6 +156,20 @@ class Channel : public P2pChannel {
   std::unordered_map<SendOp*, std::unique_ptr<SendOp>> sends_;
   std::vector<std::unique_ptr<SendOp>> spare_sends_;
   std::unordered_map<RecvOp*, std::unique_ptr<RecvOp>> recvs_;
+
+  // The hand-off thread (ucx_channel_helper.cc). Every call of the owner holds
+  // mu_ and clears owner_away_; the helper progresses only while it is set.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool owner_away_ = false;
+  bool stopping_ = false;
+  int wake_fd_ = -1;  // eventfd: interrupts the helper's sleep at shutdown
+  std::thread helper_;
+  Status start_helper();
+  void stop_helper();
+  void helper_loop();
+  /// The owner's lock: it is back, the helper steps aside.
+  std::unique_lock<std::mutex> owner_lock();
 };
 
 }  // namespace ibbcast::ucx

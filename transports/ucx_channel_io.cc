@@ -201,6 +201,7 @@ Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride
 }
 
 Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
+  auto lock = owner_lock();
   if (peer >= size_) {
     return make_error(Errc::kInvalidArgument, "ucx: no rank " + std::to_string(peer));
   }
@@ -261,6 +262,7 @@ Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
 }
 
 std::size_t Channel::poll(std::span<P2pEvent> out) {
+  auto lock = owner_lock();
   for (int i = 0; i < kMaxProgressCalls && events_.size() < out.size(); ++i) {
     if (ucp_worker_progress(worker_) == 0) break;
   }
@@ -273,6 +275,7 @@ std::size_t Channel::poll(std::span<P2pEvent> out) {
 }
 
 void Channel::release(const RecvView& view) {
+  auto lock = owner_lock();
   held_.erase(view.handle);
 }
 
@@ -361,29 +364,6 @@ Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
                                              " of " + std::to_string(size_ - 1) + " peers");
     }
   }
-}
-
-}  // namespace ibbcast::ucx
-
-namespace ibbcast::ucx {
-
-Status Channel::flush(Nanos timeout) {
-  // Not ucp_ep_flush/ucp_worker_flush: those wait for the peer's side too,
-  // and a peer that already has all its bytes may be busy elsewhere (in the
-  // application's next MPI collective, waiting for this rank): both would
-  // wait for each other (seen with Open MPI and MPICH). What must not stay
-  // behind is what UCX's TCP transport holds in its send buffer after it
-  // reported a send complete; progress writes it out. So: progress until
-  // UCX has nothing left to do for a few calls in a row.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  int idle = 0;
-  while (idle < 3) {
-    idle = ucp_worker_progress(worker_) == 0 ? idle + 1 : 0;
-    if (std::chrono::steady_clock::now() > deadline) {
-      return make_error(Errc::kTimedOut, "ucx: flush: the worker stayed busy");
-    }
-  }
-  return Status::ok();
 }
 
 }  // namespace ibbcast::ucx

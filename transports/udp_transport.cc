@@ -131,7 +131,7 @@ class P2pHandle final : public P2pChannel {
   void release(const RecvView& v) override { inner_->release(v); }
   int event_fd() const override { return inner_->event_fd(); }
   Status arm() override { return inner_->arm(); }
-  Status flush(Nanos timeout) override { return inner_->flush(timeout); }
+  void hand_off() override { inner_->hand_off(); }
 
  private:
   std::unique_ptr<P2pChannel> inner_;

@@ -60,7 +60,7 @@ Status drain(P2pChannel& ch, std::vector<P2pEvent>& seen, Done done) {
 
 // The end of a check: nobody closes a channel a peer still reads from.
 Status finish(Bootstrap& boot, P2pChannel& ch) {
-  IBBCAST_RETURN_IF_ERROR(ch.flush(std::chrono::seconds(5)));
+  ch.hand_off();
   return boot.progressing_barrier([&ch] {
     std::array<P2pEvent, 16> ev;
     const std::size_t n = ch.poll(ev);

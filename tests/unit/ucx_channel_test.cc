@@ -314,6 +314,52 @@ TEST(UcxChannel, DestroyedRankIsReportedOnce) {
   });
 }
 
+// A rank that handed off and then never calls again (it waits in another
+// library's collective for the receiver) still delivers everything it
+// accepted: more than the kernel's socket buffers hold, so without the
+// hand-off thread the receiver would starve.
+TEST(UcxChannel, HandedOffSendsArriveWithoutTheSendersCalls) {
+  constexpr uint32_t kMessages = 128;
+  constexpr std::size_t kSize = 200 * 1024;  // eager: completes before the receiver takes it
+  std::atomic<bool> all_received{false};
+  run_ranks(2, {}, [&](uint32_t me, std::unique_ptr<Channel>& chp) {
+    if (me == 0) {
+      // Each message its own buffer: a send not yet complete still reads it.
+      std::vector<std::vector<std::byte>> msgs(kMessages, std::vector<std::byte>(kSize));
+      for (uint32_t i = 0; i < kMessages; ++i) {
+        for (std::size_t b = 0; b < kSize; b += 4096)
+          msgs[i][b] = std::byte(mix(0, i, static_cast<uint32_t>(b)));
+        ASSERT_TRUE(chp->send(1, Gather{{{}, msgs[i], {}}}, i).is_ok());
+      }
+      chp->hand_off();
+      // Away: no call of any kind until the receiver has it all.
+      while (!all_received.load())
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return;
+    }
+    // The receiver comes late, so the sender's buffers are full when it leaves.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    uint32_t got = 0, wrong = 0;
+    EXPECT_TRUE(poll_until(
+        *chp,
+        [&](P2pEvent& e) {
+          if (e.kind != P2pEvent::Kind::kMessage) return;
+          const auto& bytes = e.message.bytes;
+          if (bytes.size() != kSize) {
+            ++wrong;
+          } else {
+            for (std::size_t b = 0; b < kSize; b += 4096)
+              if (bytes[b] != std::byte(mix(0, got, static_cast<uint32_t>(b)))) ++wrong;
+          }
+          ++got;
+        },
+        [&] { return got == kMessages; }))
+        << "received " << got << " of " << kMessages;
+    EXPECT_EQ(wrong, 0u);
+    all_received = true;
+  });
+}
+
 // A peer that stopped progressing cannot make teardown hang: what it never
 // takes is cancelled after the bounded flush.
 TEST(UcxChannel, TeardownIsBoundedWhenAPeerStalls) {
