@@ -150,7 +150,7 @@ bool Group::pump_receives(Nanos now) {
 void Group::sleep_until_event(Nanos max_wait) {
   int fd = transport_->event_fd();
   if (fd < 0) {
-    std::this_thread::sleep_for(std::min<Nanos>(max_wait, std::chrono::microseconds(50)));
+    std::this_thread::sleep_for(std::min<Nanos>(max_wait, transport_->idle_sleep()));
     return;
   }
   if (transport_->arm().code() == Errc::kAgain) return;

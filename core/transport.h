@@ -145,6 +145,8 @@ class Transport {
   /// Prepares event_fd for sleeping. kAgain when events are already pending
   /// (poll first). Transports whose fd is level-triggered just return ok.
   virtual Status arm() { return Status::ok(); }
+  /// How long a waiting rank sleeps between polls when event_fd is -1.
+  virtual Nanos idle_sleep() const { return std::chrono::microseconds(50); }
 };
 
 /// Out-of-band collective helpers for setup (PMIx, MPI, or in-process).

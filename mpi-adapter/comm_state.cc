@@ -6,8 +6,7 @@
 
 #include "core/engine_config.h"
 #include "core/log.h"
-#include "transports/ucx_channel.h"
-#include "transports/udp.h"
+#include "transports/factory.h"
 
 namespace ibbcast::mpi {
 namespace {
@@ -97,11 +96,7 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
   }
   s->boot_ = std::move(*boot);
   MpiBootstrap& b = *s->boot_;
-  auto t = udp::make_transport(settings().udp.value(), [&b]() {
-    auto ch = ucx::Channel::create(b, {});
-    if (!ch) return Result<std::unique_ptr<P2pChannel>>(ch.status());
-    return Result<std::unique_ptr<P2pChannel>>(std::unique_ptr<P2pChannel>(std::move(*ch)));
-  });
+  auto t = make_fabric_transport("udp", {settings().udp.value(), {}}, b);
   if (t) s->transport_ = std::move(*t);
   if (!all_ok(b, t.status(), &s->reason_)) return s;
   auto g = Group::create(*s->transport_, b, settings().engine.value());

@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config g++ clang clang-format libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev iproute2 nftables python3
-      libucx-dev libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev)
+      libucx-dev libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
+      dpdk-dev libdpdk-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

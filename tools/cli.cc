@@ -10,6 +10,7 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
   // Environment first, so flags override it.
   IBBCAST_RETURN_IF_ERROR(a.engine.load_env());
   IBBCAST_RETURN_IF_ERROR(a.udp.load_env());
+  IBBCAST_RETURN_IF_ERROR(a.dpdk.load_env());
   IBBCAST_RETURN_IF_ERROR(a.mpi.load_env());
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -40,6 +41,8 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
       IBBCAST_RETURN_IF_ERROR(a.engine.set(key, value, ConfigOrigin::kFlag));
     } else if (a.udp.has(key)) {
       IBBCAST_RETURN_IF_ERROR(a.udp.set(key, value, ConfigOrigin::kFlag));
+    } else if (a.dpdk.has(key)) {
+      IBBCAST_RETURN_IF_ERROR(a.dpdk.set(key, value, ConfigOrigin::kFlag));
     } else {
       return make_error(Errc::kInvalidArgument, "unknown option --" + key);
     }
@@ -50,6 +53,8 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
 std::vector<ConfigRow> Args::rows() const {
   std::vector<ConfigRow> r = engine.rows();
   for (auto& row : udp.rows())
+    r.push_back(std::move(row));
+  for (auto& row : dpdk.rows())
     r.push_back(std::move(row));
   for (auto& row : mpi.rows())
     r.push_back(std::move(row));

@@ -10,7 +10,9 @@
 #include "core/config.h"
 #include "core/engine_config.h"
 #include "core/status.h"
+#include "dpdk/dpdk_config.h"
 #include "mpi-adapter/adapter_config.h"
+#include "transports/factory.h"
 #include "transports/udp_config.h"
 
 namespace ibbcast::tool {
@@ -18,6 +20,7 @@ namespace ibbcast::tool {
 struct Args {
   Config<EngineConfig> engine{"engine", engine_config_table()};
   Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
+  Config<dpdk::DpdkConfig> dpdk{"dpdk", dpdk::dpdk_config_table()};
   /// Listed by `info --config`; the tools themselves do not use it.
   Config<mpi::AdapterConfig> mpi{"mpi", mpi::adapter_config_table()};
   std::map<std::string, std::string> options;  ///< the subcommand's own --key value
@@ -25,6 +28,8 @@ struct Args {
 
   /// Every layer's rows, for `info --config` and docs/config.md.
   std::vector<ConfigRow> rows() const;
+  /// The fabric layers' values, for make_fabric_transport.
+  FabricConfigs fabric() const { return {udp.value(), dpdk.value()}; }
 };
 
 /// Parses argv after the subcommand. `known` lists the subcommand's own

@@ -15,10 +15,10 @@
 #include "tools/bench_util.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "transports/factory.h"
 #include "transports/netns.h"
 #include "transports/pmix_bootstrap.h"
 #include "transports/ucx_channel.h"
-#include "transports/udp.h"
 
 namespace ibbcast::tool {
 namespace {
@@ -29,11 +29,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   }
   BenchPlan plan;
   IBBCAST_RETURN_IF_ERROR(read_plan(args, plan));
-  auto transport = udp::make_transport(args.udp.value(), [&boot]() {
-    auto ch = ucx::Channel::create(boot, {});
-    if (!ch) return Result<std::unique_ptr<P2pChannel>>(ch.status());
-    return Result<std::unique_ptr<P2pChannel>>(std::unique_ptr<P2pChannel>(std::move(*ch)));
-  });
+  auto transport = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), boot);
   if (!transport) return transport.status();
   auto pong = ucx::Channel::create(boot, {});  // the measurement's own channel
   if (!pong) return pong.status();
@@ -100,8 +96,9 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  auto args = parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root"},
-                         {"stream", "max-only"});
+  auto args =
+      parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root", "transport"},
+                 {"stream", "max-only"});
   if (!args) {
     std::fprintf(stderr, "ibbcast bench: %s\n", args.status().to_string().c_str());
     return 2;

@@ -13,12 +13,11 @@
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/run_report.h"
+#include "transports/factory.h"
 #include "transports/fault.h"
 #include "transports/local_ranks.h"
 #include "transports/netns.h"
 #include "transports/pmix_bootstrap.h"
-#include "transports/ucx_channel.h"
-#include "transports/udp.h"
 
 namespace ibbcast::tool {
 namespace {
@@ -34,11 +33,7 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
     IBBCAST_RETURN_IF_ERROR(st);
   }
   if (*root >= boot.size()) return make_error(Errc::kInvalidArgument, "--root must be < ranks");
-  auto transport = udp::make_transport(args.udp.value(), [&boot]() {
-    auto ch = ucx::Channel::create(boot, {});
-    if (!ch) return Result<std::unique_ptr<P2pChannel>>(ch.status());
-    return Result<std::unique_ptr<P2pChannel>>(std::unique_ptr<P2pChannel>(std::move(*ch)));
-  });
+  auto transport = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), boot);
   if (!transport) return transport.status();
   std::unique_ptr<Transport> t = std::move(*transport);
   if (auto f = option(args, "faults", ""); !f.empty()) {
@@ -116,8 +111,8 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  auto args =
-      parse_args(argc, argv, {"size", "iterations", "root", "faults", "kill-rank", "groups"});
+  auto args = parse_args(
+      argc, argv, {"size", "iterations", "root", "faults", "kill-rank", "groups", "transport"});
   if (!args) {
     std::fprintf(stderr, "ibbcast run: %s\n", args.status().to_string().c_str());
     return 2;

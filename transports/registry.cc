@@ -1,5 +1,9 @@
 #include "transports/registry.h"
 
+#include <unistd.h>
+
+#include "ibbcast_build.h"
+
 #include "transports/udp_socket.h"
 
 namespace ibbcast {
@@ -16,7 +20,18 @@ std::vector<BackendInfo> list_backends() {
        iface ? "IPv4/IPv6 multicast on " + iface->name + " (MTU " + std::to_string(iface->mtu) + ")"
              : iface.status().message()});
   out.push_back({"verbs", false, false, "InfiniBand/RoCE backend not built yet"});
-  out.push_back({"dpdk", false, false, "DPDK backend not built yet"});
+#if IBBCAST_HAVE_DPDK
+  // Whether a port comes up is only known once the EAL starts (at first use,
+  // and only once per process), so `info` does not start it.
+  const bool root = ::geteuid() == 0;
+  out.push_back({"dpdk", true, root,
+                 root ? "raw Ethernet multicast; af_packet on dpdk_interface or any --vdev "
+                        "(EAL starts at first use)"
+                      : "needs root (CAP_NET_RAW) for af_packet ports"});
+#else
+  out.push_back(
+      {"dpdk", false, false, "not in this build (libdpdk-dev missing or -Ddpdk=disabled)"});
+#endif
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/transport.h"
@@ -24,5 +25,17 @@ struct Backend {
   /// Endpoints for `ranks` ranks of one fresh fabric (same order as ranks).
   std::function<std::vector<RankEnv>(uint32_t ranks)> make;
 };
+
+/// Runs one contract check on every rank of `env`, one thread each.
+inline std::vector<Status> run_on_ranks(std::vector<RankEnv>& env,
+                                        Status (*check)(Transport&, Bootstrap&)) {
+  std::vector<Status> st(env.size());
+  std::vector<std::thread> th;
+  for (std::size_t r = 0; r < env.size(); ++r)
+    th.emplace_back([&, r] { st[r] = check(*env[r].transport, *env[r].bootstrap); });
+  for (auto& t : th)
+    t.join();
+  return st;
+}
 
 }  // namespace ibbcast::conformance

@@ -1,8 +1,9 @@
 // The conformance suite with real processes: one process per rank, launched
 // by mpirun (PMIx bootstrap), each in its own network namespace of the
 // namespace fabric when IBBCAST_NETNS_PREFIX is set (see
-// tests/integration/conformance_procs.sh). The udp backend carries multicast,
-// UCX the reliable channel, configured from IBBCAST_UDP_* like `ibbcast run`.
+// tests/integration/conformance_procs.sh). The backend named by
+// IBBCAST_TRANSPORT (udp, dpdk) carries multicast, UCX the reliable channel,
+// configured from IBBCAST_UDP_* / IBBCAST_DPDK_* like `ibbcast run`.
 // Every rank runs every check at the same time and asserts what it received;
 // any failing rank makes mpirun fail.
 #include <gtest/gtest.h>
@@ -11,10 +12,9 @@
 
 #include "core/env.h"
 #include "tests/conformance/contract.h"
+#include "transports/factory.h"
 #include "transports/netns.h"
 #include "transports/pmix_bootstrap.h"
-#include "transports/ucx_channel.h"
-#include "transports/udp.h"
 
 namespace ibbcast::conformance {
 namespace {
@@ -22,14 +22,13 @@ namespace {
 Bootstrap* g_boot = nullptr;
 
 void run_check(Status (*check)(Transport&, Bootstrap&)) {
-  Config<udp::UdpConfig> cfg{"udp", udp::udp_config_table()};
-  ASSERT_TRUE(cfg.load_env().is_ok());
+  Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
+  Config<dpdk::DpdkConfig> dpdk{"dpdk", dpdk::dpdk_config_table()};
+  ASSERT_TRUE(udp.load_env().is_ok());
+  ASSERT_TRUE(dpdk.load_env().is_ok());
   Bootstrap& boot = *g_boot;
-  auto t = udp::make_transport(cfg.value(), [&boot]() {
-    auto ch = ucx::Channel::create(boot, {});
-    if (!ch) return Result<std::unique_ptr<P2pChannel>>(ch.status());
-    return Result<std::unique_ptr<P2pChannel>>(std::unique_ptr<P2pChannel>(std::move(*ch)));
-  });
+  const std::string name = process_env("IBBCAST_TRANSPORT").value_or("udp");
+  auto t = make_fabric_transport(name, {udp.value(), dpdk.value()}, boot);
   ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   // No skips here: a backend feature the contract needs is a failure.
   Status st = check(**t, boot);

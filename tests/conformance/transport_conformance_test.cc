@@ -63,12 +63,7 @@ class Conformance : public ::testing::TestWithParam<Backend> {
   void run_check(uint32_t ranks, Status (*check)(Transport&, Bootstrap&)) {
     auto env = GetParam().make(ranks);
     ASSERT_EQ(env.size(), ranks);
-    std::vector<Status> st(ranks);
-    std::vector<std::thread> th;
-    for (uint32_t r = 0; r < ranks; ++r)
-      th.emplace_back([&, r] { st[r] = check(*env[r].transport, *env[r].bootstrap); });
-    for (auto& t : th)
-      t.join();
+    std::vector<Status> st = run_on_ranks(env, check);
     for (uint32_t r = 0; r < ranks; ++r) {
       if (st[r].code() == Errc::kUnsupported) GTEST_SKIP() << st[r].to_string();
       EXPECT_TRUE(st[r].is_ok()) << "rank " << r << ": " << st[r].to_string();

@@ -6,8 +6,9 @@
 # that the fault happened and was repaired, from the statistics it prints.
 # Usage: netns_bcast.sh IBBCAST SCENARIO [RANKS]
 #   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared | nojoin | decorator
+#   TRANSPORT=udp (default) | dpdk: the multicast backend (dpdk: af_packet on each host's eth0)
 set -uo pipefail
-bin=$1 scenario=$2 ranks=${3:-8} iterations=${ITERATIONS:-8}
+bin=$1 scenario=$2 ranks=${3:-8} iterations=${ITERATIONS:-8} transport=${TRANSPORT:-udp}
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed"; exit 77; }
 
@@ -24,12 +25,19 @@ case $scenario in
     runopt="--faults drop=20%,corrupt=5%,dup=5%,truncate=2%" ;;
   nojoin)  # host 3 may join no group (IGMP membership limit 0): all ranks fall back together
     fault='ip netns exec "$IBBCAST_NETNS_PREFIX-h3" sysctl -qw net.ipv4.igmp_max_memberships=0' ;;
-  shared)  # two groups on one fixed address and port, both busy at once
-    runopt="--groups 2 --udp-group udp4:239.255.77.7:47007" ;;
+  shared)  # two groups on one fixed address and port (or MAC), both busy at once
+    runopt="--groups 2 --udp-group udp4:239.255.77.7:47007 --dpdk-group dpdk:03:1b:bc:77:77:07" ;;
   kill)  # rank 3 dies by SIGKILL mid-broadcast; all multicast lost, so 4.. depend on it
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100'
     launcher="--enable-recovery" runopt="--kill-rank 3" ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
+esac
+case $transport in
+  udp) ;;
+  dpdk)
+    [[ $scenario == ipv6 || $scenario == nojoin ]] && { echo "scenario $scenario is udp only"; exit 2; }
+    runopt+=" --transport dpdk --dpdk-interface eth0" ;;
+  *) echo "unknown transport $transport"; exit 2 ;;
 esac
 
 out=$(mktemp)

@@ -34,10 +34,12 @@ set -euo pipefail
 prog=${0##*/}
 IFNAME=eth0
 BRIDGE=br0
-# Multicast UDP only: ARP (broadcast) and IPv6 neighbour discovery (ICMPv6 to
-# multicast MACs) must pass, or a "multicast loss" would also cut the unicast
-# reliable channel.
-MCAST_MATCH='ether daddr & 01:00:00:00:00:00 == 01:00:00:00:00:00 meta l4proto udp'
+# Multicast UDP and the dpdk backend's raw frames (EtherType 0x88b5) only:
+# ARP (broadcast) and IPv6 neighbour discovery (ICMPv6 to multicast MACs) must
+# pass, or a "multicast loss" would also cut the unicast reliable channel.
+# One rule per kind (nft has no "or" of two protocol matches in one rule).
+MCAST='ether daddr & 01:00:00:00:00:00 == 01:00:00:00:00:00'
+MCAST_MATCHES=("$MCAST meta l4proto udp" "$MCAST ether type 0x88b5")
 DUP_MARK=0x1bbc
 
 die() {
@@ -270,21 +272,23 @@ cmd_loss() {
   check_percent "$pct"
   pct=$((10#$pct))
   sw=$(sw_ns "$prefix")
-  local rule
-  rule="$MCAST_MATCH $(random_below "$pct") counter drop"
+  local port_match="" rules=() m
   if (($# == 3)); then
     local i
     i=$(host_index "$prefix" "$3")
     chain="loss_h$i"
-    rule="oifname \"$prefix-p$i\" $rule"
+    port_match="oifname \"$prefix-p$i\" "
   else
     chain="loss_all"
   fi
+  for m in "${MCAST_MATCHES[@]}"; do
+    rules+=("$port_match$m $(random_below "$pct") counter drop")
+  done
   if ((pct == 0)); then
     del_fault "$sw" bridge ibfault "$chain"
   else
     set_fault "$sw" bridge ibfault "$chain" \
-      "type filter hook forward priority 0; policy accept;" "$rule"
+      "type filter hook forward priority 0; policy accept;" "${rules[@]}"
   fi
 }
 
@@ -330,9 +334,12 @@ cmd_dup() {
       # rules. The copy leaves through the same port and passes this hook again: the mark,
       # set before `dup to` and so inherited by the copy, keeps it from being copied again
       # (the mark is scrubbed when the frame enters the host's namespace).
+      local rules=() m
+      for m in "${MCAST_MATCHES[@]}"; do
+        rules+=("meta mark != $DUP_MARK $m $(random_below "$pct") meta mark set $DUP_MARK counter dup to \"$port\"")
+      done
       set_fault "$sw" netdev ibdup "dup_h$i" \
-        "type filter hook egress device \"$port\" priority 0; policy accept;" \
-        "meta mark != $DUP_MARK $MCAST_MATCH $(random_below "$pct") meta mark set $DUP_MARK counter dup to \"$port\""
+        "type filter hook egress device \"$port\" priority 0; policy accept;" "${rules[@]}"
     fi
   done
 }

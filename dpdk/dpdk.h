@@ -1,0 +1,23 @@
+#pragma once
+// The dpdk backend: raw Ethernet frames to a multicast MAC for stage 1, sent
+// and received from user space by DPDK (af_packet on a kernel interface or
+// veth here; any PMD on real NICs), and any reliable channel for stage 2
+// (UCX today). A waiting rank sleeps dpdk_idle_sleep_us between polls:
+// af_packet has no receive interrupts, and busy polling several ranks on two
+// cores starves them.
+
+#include <functional>
+#include <memory>
+
+#include "core/transport.h"
+#include "dpdk/dpdk_config.h"
+
+namespace ibbcast::dpdk {
+
+/// Opens the reliable channel; called collectively from Transport::open_p2p.
+using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
+
+/// Starts the EAL and the port on first use (see eal.h).
+Result<std::unique_ptr<Transport>> make_transport(const DpdkConfig& cfg, P2pFactory p2p);
+
+}  // namespace ibbcast::dpdk

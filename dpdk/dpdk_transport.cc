@@ -1,0 +1,100 @@
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "dpdk/dpdk.h"
+#include "dpdk/eal.h"
+#include "dpdk/port.h"
+
+namespace ibbcast::dpdk {
+namespace {
+
+class McastFrames final : public McastChannel {
+ public:
+  McastFrames(Port* port, const Mac& group)
+      : port_(port), group_(group), sub_(port->subscribe(group, Kind::kMulticast)) {}
+  ~McastFrames() override {
+    Port::free_frames(lent_);
+    port_->unsubscribe(sub_);
+  }
+
+  Status send(const Gather& frame) override { return port_->send(group_, Kind::kMulticast, frame); }
+
+  std::size_t poll(std::span<RecvView> out) override {
+    if (!lent_.empty() || out.empty()) return 0;  // the driver releases a batch before the next
+    rte_mbuf* got[32];
+    const std::size_t n =
+        port_->receive(sub_, std::span(got, std::min<std::size_t>(32, out.size())));
+    for (std::size_t i = 0; i < n; ++i) {
+      lent_.push_back(got[i]);
+      out[i] = RecvView{Port::payload(got[i]), 0, i};
+    }
+    return n;
+  }
+
+  void release(std::span<const RecvView> views) override {
+    // Views come back as the batch poll lent: free it whole.
+    (void)views;
+    Port::free_frames(lent_);
+    lent_.clear();
+  }
+
+ private:
+  Port* port_;
+  Mac group_;
+  Port::Subscriber* sub_;
+  std::vector<rte_mbuf*> lent_;
+};
+
+class DpdkTransport final : public Transport {
+ public:
+  DpdkTransport(const DpdkConfig& cfg, Port* port, P2pFactory p2p)
+      : cfg_(cfg), port_(port), p2p_factory_(std::move(p2p)) {
+    caps_.name = "dpdk";
+    // The frame and our 4-byte header within the MTU; the Ethernet header and
+    // both within one mbuf of the pool.
+    const uint32_t mbuf_room = RTE_MBUF_DEFAULT_BUF_SIZE - RTE_PKTMBUF_HEADROOM - kHeaderBytes;
+    caps_.max_datagram = std::min(port_->mtu() - 4, mbuf_room);
+    caps_.max_message = 1 << 20;
+    caps_.native_multicast = true;
+  }
+
+  const Capabilities& capabilities() const override { return caps_; }
+  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
+    auto mac = parse_group(address);
+    if (!mac) return mac.status();
+    return std::unique_ptr<McastChannel>(new McastFrames(port_, *mac));
+  }
+  std::string choose_multicast_address(uint64_t r) override {
+    if (!cfg_.group.empty()) return cfg_.group;
+    // Locally administered multicast (03:...), outside the IP-mapped
+    // 01:00:5e range that snooping bridges treat specially; the session id
+    // separates groups that draw the same MAC.
+    return format_group(Mac{0x03, 0x1b, 0xbc, static_cast<uint8_t>(r >> 16),
+                            static_cast<uint8_t>(r >> 8), static_cast<uint8_t>(r)});
+  }
+  Result<std::unique_ptr<P2pChannel>> open_p2p() override {
+    if (!p2p_factory_) {
+      return make_error(Errc::kUnsupported, "dpdk transport has no reliable channel");
+    }
+    return p2p_factory_();
+  }
+  Nanos idle_sleep() const override { return std::chrono::microseconds(cfg_.idle_sleep_us); }
+
+ private:
+  DpdkConfig cfg_;
+  Port* port_;
+  P2pFactory p2p_factory_;
+  Capabilities caps_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> make_transport(const DpdkConfig& cfg, P2pFactory p2p) {
+  auto port = Eal::acquire_port(cfg);
+  if (!port) return port.status();
+  return std::unique_ptr<Transport>(new DpdkTransport(cfg, *port, std::move(p2p)));
+}
+
+}  // namespace ibbcast::dpdk

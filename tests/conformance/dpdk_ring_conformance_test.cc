@@ -1,0 +1,184 @@
+// The dpdk backend in one process, fast and without root: each rank's port is
+// a net_ring port (rte_eth_from_rings), and a hub thread plays the Ethernet
+// segment, copying every frame a port sends to every other port (optionally
+// dropping some). The library runs with dpdk_eal=app on the ports the test
+// made, so this also covers an application that owns DPDK's EAL. The
+// reliable channel and bootstrap are the loopback fabric's. The contract's
+// event-fd check is not here: DPDK ports without receive interrupts have no
+// fd (a waiting rank sleeps dpdk_idle_sleep_us).
+#include <gtest/gtest.h>
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_random.h>
+#include <rte_ring.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dpdk/dpdk.h"
+#include "tests/conformance/backend_fixture.h"
+#include "tests/conformance/contract.h"
+#include "transports/loopback.h"
+
+namespace ibbcast::conformance {
+namespace {
+
+constexpr uint32_t kPorts = 5;
+
+// The segment: kPorts ring ports and the thread that floods between them.
+class Hub {
+ public:
+  bool start() {
+    pool_ = rte_pktmbuf_pool_create("hub_pool", 16383, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+    if (pool_ == nullptr) return false;
+    for (uint32_t p = 0; p < kPorts; ++p) {
+      const std::string n = std::to_string(p);
+      rx_[p] = rte_ring_create(("hub_rx" + n).c_str(), 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+      tx_[p] = rte_ring_create(("hub_tx" + n).c_str(), 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+      if (rx_[p] == nullptr || tx_[p] == nullptr) return false;
+      const int id = rte_eth_from_rings(("ring" + n).c_str(), &rx_[p], 1, &tx_[p], 1, 0);
+      if (id < 0) return false;
+      rte_eth_conf conf{};
+      if (rte_eth_dev_configure(id, 1, 1, &conf) != 0 ||
+          rte_eth_rx_queue_setup(id, 0, 1024, 0, nullptr, pool_) != 0 ||
+          rte_eth_tx_queue_setup(id, 0, 1024, 0, nullptr) != 0 || rte_eth_dev_start(id) != 0) {
+        return false;
+      }
+      ids_[p] = static_cast<uint16_t>(id);
+    }
+    thread_ = std::thread([this] { run(); });
+    return true;
+  }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  uint16_t port_id(uint32_t p) const { return ids_[p]; }
+  std::atomic<uint32_t> loss_percent{0};
+
+ private:
+  void run() {
+    while (!stop_) {
+      bool moved = false;
+      for (uint32_t p = 0; p < kPorts; ++p) {
+        void* frames[32];
+        const unsigned n = rte_ring_dequeue_burst(tx_[p], frames, 32, nullptr);
+        for (unsigned i = 0; i < n; ++i) {
+          auto* m = static_cast<rte_mbuf*>(frames[i]);
+          for (uint32_t q = 0; q < kPorts; ++q) {
+            if (q == p || rte_rand_max(100) < loss_percent) continue;
+            rte_mbuf* copy = rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX);
+            if (copy != nullptr && rte_ring_enqueue(rx_[q], copy) != 0) rte_pktmbuf_free(copy);
+          }
+          rte_pktmbuf_free(m);
+        }
+        moved |= n != 0;
+      }
+      if (!moved) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  rte_mempool* pool_ = nullptr;
+  rte_ring* rx_[kPorts] = {};
+  rte_ring* tx_[kPorts] = {};
+  uint16_t ids_[kPorts] = {};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+Hub* g_hub = nullptr;
+
+std::vector<RankEnv> ring_env(uint32_t ranks) {
+  auto f = loopback::make_fabric(ranks);
+  std::vector<RankEnv> v;
+  for (uint32_t r = 0; r < ranks; ++r) {
+    dpdk::DpdkConfig cfg;
+    cfg.eal = "app";
+    cfg.port = g_hub->port_id(r);
+    cfg.mbufs = 4095;
+    auto t =
+        dpdk::make_transport(cfg, [f, r] { return loopback::make_transport(f, r)->open_p2p(); });
+    if (!t) {
+      ADD_FAILURE() << "dpdk transport: " << t.status().to_string();
+      return {};
+    }
+    v.push_back({std::move(*t), loopback::make_bootstrap(f, r)});
+  }
+  return v;
+}
+
+void run_check(uint32_t ranks, Status (*check)(Transport&, Bootstrap&)) {
+  auto env = ring_env(ranks);
+  ASSERT_EQ(env.size(), ranks);
+  const auto st = run_on_ranks(env, check);
+  for (uint32_t r = 0; r < ranks; ++r)
+    EXPECT_TRUE(st[r].is_ok()) << "rank " << r << ": " << st[r].to_string();
+}
+
+TEST(DpdkRing, MulticastReachesEveryMemberByteExact) {
+  run_check(3, multicast_reaches_every_member);
+}
+
+TEST(DpdkRing, ReliableChannelIsOrderedPerPeerAndByteExact) {
+  run_check(3, reliable_channel_is_ordered);
+}
+
+TEST(DpdkRing, EveryAlgorithmBroadcastsByteExact) {
+  run_check(5, every_algorithm_broadcasts);
+}
+
+TEST(DpdkRing, EveryAlgorithmBroadcastsWith30PercentLoss) {
+  g_hub->loss_percent = 30;
+  run_check(5, every_algorithm_broadcasts);
+  g_hub->loss_percent = 0;
+}
+
+TEST(DpdkRing, LargeBroadcastThenForeignCollective) {
+  run_check(3, large_broadcast_then_foreign_collective);
+}
+
+}  // namespace
+}  // namespace ibbcast::conformance
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  // The application's own EAL: no hugepages, no PCI, no files shared.
+  std::string cpus;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+  }
+  std::vector<std::string> args = {"test",
+                                   "--no-huge",
+                                   "--no-pci",
+                                   "--no-shconf",
+                                   "--no-telemetry",
+                                   "-m",
+                                   "512",
+                                   "--log-level=*:warning",
+                                   "--file-prefix=ibbcast-" + std::to_string(getpid()),
+                                   "--lcores=0@(" + cpus + ")"};
+  std::vector<char*> eal;
+  for (auto& a : args)
+    eal.push_back(a.data());
+  if (rte_eal_init(static_cast<int>(eal.size()), eal.data()) < 0) {
+    std::fprintf(stderr, "rte_eal_init failed: %s\n", rte_strerror(rte_errno));
+    return 1;
+  }
+  ibbcast::conformance::Hub hub;
+  if (!hub.start()) {
+    std::fprintf(stderr, "the ring hub could not start\n");
+    return 1;
+  }
+  ibbcast::conformance::g_hub = &hub;
+  const int rc = RUN_ALL_TESTS();
+  hub.stop();
+  return rc;
+}

@@ -1,0 +1,54 @@
+#include "transports/factory.h"
+
+#include "ibbcast_build.h"
+#include "transports/udp.h"
+#if IBBCAST_HAVE_UCX
+#include "transports/ucx_channel.h"
+#endif
+#if IBBCAST_HAVE_DPDK
+#include "dpdk/dpdk.h"
+#endif
+
+namespace ibbcast {
+namespace {
+
+using ChannelResult = Result<std::unique_ptr<P2pChannel>>;
+
+std::function<ChannelResult()> ucx_factory(Bootstrap& boot) {
+  return [&boot]() -> ChannelResult {
+#if IBBCAST_HAVE_UCX
+    auto ch = ucx::Channel::create(boot, {});
+    if (!ch) return ch.status();
+    return std::unique_ptr<P2pChannel>(std::move(*ch));
+#else
+    (void)boot;
+    return make_error(Errc::kUnsupported, "this build has no UCX reliable channel");
+#endif
+  };
+}
+
+}  // namespace
+
+std::vector<std::string> fabric_transport_names() {
+  std::vector<std::string> names = {"udp"};
+#if IBBCAST_HAVE_DPDK
+  names.push_back("dpdk");
+#endif
+  return names;
+}
+
+Result<std::unique_ptr<Transport>> make_fabric_transport(const std::string& name,
+                                                         const FabricConfigs& cfg,
+                                                         Bootstrap& boot) {
+  if (name == "udp") return udp::make_transport(cfg.udp, ucx_factory(boot));
+#if IBBCAST_HAVE_DPDK
+  if (name == "dpdk") return dpdk::make_transport(cfg.dpdk, ucx_factory(boot));
+#endif
+  std::string known;
+  for (const auto& n : fabric_transport_names())
+    known += (known.empty() ? "" : ", ") + n;
+  return make_error(Errc::kUnsupported,
+                    "transport '" + name + "' is not in this build (it has: " + known + ")");
+}
+
+}  // namespace ibbcast
