@@ -17,7 +17,11 @@ namespace ibbcast::dpdk {
 /// Opens the reliable channel; called collectively from Transport::open_p2p.
 using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
 
-/// Starts the EAL and the port on first use (see eal.h).
-Result<std::unique_ptr<Transport>> make_transport(const DpdkConfig& cfg, P2pFactory p2p);
+/// Starts the EAL and the port on first use (see eal.h). The reliable
+/// channel is `p2p` when given, else the frames channel over the same port
+/// (dpdk_reliable=frames), opened collectively over `boot`, which must then
+/// outlive the transport.
+Result<std::unique_ptr<Transport>> make_transport(const DpdkConfig& cfg, P2pFactory p2p,
+                                                  Bootstrap* boot = nullptr);
 
 }  // namespace ibbcast::dpdk

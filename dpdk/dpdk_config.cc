@@ -25,6 +25,14 @@ Status parse_group(DpdkConfig& c, std::string_view t) {
   return Status::ok();
 }
 
+Status parse_reliable(DpdkConfig& c, std::string_view t) {
+  if (t != "frames" && t != "ucx") {
+    return make_error(Errc::kInvalidArgument, "dpdk_reliable must be frames or ucx");
+  }
+  c.reliable = std::string(t);
+  return Status::ok();
+}
+
 Status parse_ring(DpdkConfig& c, std::string_view t) {
   auto v = parse_uint(t);
   if (!v) return v.status();
@@ -35,7 +43,7 @@ Status parse_ring(DpdkConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<DpdkConfig>, 9> kTable = {{
+const std::array<ConfigField<DpdkConfig>, 11> kTable = {{
     {"dpdk_eal", "own", "own: the library starts DPDK's EAL; app: the application did", parse_eal,
      [](const DpdkConfig& c) { return c.eal; }},
     string_field<&DpdkConfig::interface>("dpdk_interface", "",
@@ -51,6 +59,11 @@ const std::array<ConfigField<DpdkConfig>, 9> kTable = {{
                                            "sleep of a waiting rank when nothing arrived"),
     {"dpdk_group", "", "fixed group MAC dpdk:XX:XX:XX:XX:XX:XX; empty = random", parse_group,
      [](const DpdkConfig& c) { return c.group; }},
+    {"dpdk_reliable", "frames",
+     "stage 2: frames (reliable datagrams on the same port, no kernel TCP) or ucx", parse_reliable,
+     [](const DpdkConfig& c) { return c.reliable; }},
+    duration_field<&DpdkConfig::peer_timeout>("dpdk_peer_timeout", "10s",
+                                              "a frames-channel peer silent this long has failed"),
 }};
 
 }  // namespace

@@ -3,6 +3,7 @@
 // variables, tool flags and docs/config.md. Compiled into every build (the
 // table is listed even where DPDK is not), so a configuration is portable.
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -28,6 +29,11 @@ struct DpdkConfig {
   uint32_t mbufs = 16383;       ///< mbufs in the pool (receive queues hold them until released)
   uint32_t idle_sleep_us = 10;  ///< sleep of a waiting rank when nothing arrived (no busy polling)
   std::string group;            ///< fixed group MAC "dpdk:03:..."; empty = random per group
+  /// Stage 2: "frames" (the core's reliable datagrams on the same port, no
+  /// kernel TCP) or "ucx".
+  std::string reliable = "frames";
+  /// A frames-channel peer that acknowledges nothing for this long has failed.
+  std::chrono::nanoseconds peer_timeout = std::chrono::seconds(10);
 };
 
 std::span<const ConfigField<DpdkConfig>> dpdk_config_table();

@@ -5,6 +5,7 @@
 
 #include "dpdk/dpdk.h"
 #include "dpdk/eal.h"
+#include "dpdk/frames_p2p.h"
 #include "dpdk/port.h"
 
 namespace ibbcast::dpdk {
@@ -49,13 +50,13 @@ class McastFrames final : public McastChannel {
 
 class DpdkTransport final : public Transport {
  public:
-  DpdkTransport(const DpdkConfig& cfg, Port* port, P2pFactory p2p)
-      : cfg_(cfg), port_(port), p2p_factory_(std::move(p2p)) {
+  DpdkTransport(const DpdkConfig& cfg, Port* port, P2pFactory p2p, Bootstrap* boot)
+      : cfg_(cfg), port_(port), p2p_factory_(std::move(p2p)), boot_(boot) {
     caps_.name = "dpdk";
-    // The frame and our 4-byte header within the MTU; the Ethernet header and
-    // both within one mbuf of the pool.
+    // The frame and our 12-byte header within the MTU; the Ethernet header
+    // and both within one mbuf of the pool.
     const uint32_t mbuf_room = RTE_MBUF_DEFAULT_BUF_SIZE - RTE_PKTMBUF_HEADROOM - kHeaderBytes;
-    caps_.max_datagram = std::min(port_->mtu() - 4, mbuf_room);
+    caps_.max_datagram = std::min(port_->mtu() - static_cast<uint32_t>(kOurHeaderBytes), mbuf_room);
     caps_.max_message = 1 << 20;
     caps_.native_multicast = true;
   }
@@ -75,10 +76,11 @@ class DpdkTransport final : public Transport {
                             static_cast<uint8_t>(r >> 8), static_cast<uint8_t>(r)});
   }
   Result<std::unique_ptr<P2pChannel>> open_p2p() override {
-    if (!p2p_factory_) {
+    if (p2p_factory_) return p2p_factory_();
+    if (boot_ == nullptr) {
       return make_error(Errc::kUnsupported, "dpdk transport has no reliable channel");
     }
-    return p2p_factory_();
+    return open_frames_channel(*port_, *boot_, caps_.max_datagram, cfg_);
   }
   Nanos idle_sleep() const override { return std::chrono::microseconds(cfg_.idle_sleep_us); }
 
@@ -86,15 +88,17 @@ class DpdkTransport final : public Transport {
   DpdkConfig cfg_;
   Port* port_;
   P2pFactory p2p_factory_;
+  Bootstrap* boot_;
   Capabilities caps_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Transport>> make_transport(const DpdkConfig& cfg, P2pFactory p2p) {
+Result<std::unique_ptr<Transport>> make_transport(const DpdkConfig& cfg, P2pFactory p2p,
+                                                  Bootstrap* boot) {
   auto port = Eal::acquire_port(cfg);
   if (!port) return port.status();
-  return std::unique_ptr<Transport>(new DpdkTransport(cfg, *port, std::move(p2p)));
+  return std::unique_ptr<Transport>(new DpdkTransport(cfg, *port, std::move(p2p), boot));
 }
 
 }  // namespace ibbcast::dpdk

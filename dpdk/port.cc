@@ -89,11 +89,12 @@ Port::~Port() {
   if (pool_ != nullptr) rte_mempool_free(pool_);
 }
 
-Port::Subscriber* Port::subscribe(const Mac& mac, Kind kind) {
+Port::Subscriber* Port::subscribe(const Mac& mac, Kind kind, uint64_t stream) {
   std::lock_guard lock(mu_);
   auto s = std::make_unique<Subscriber>();
   s->mac = mac;
   s->kind = kind;
+  s->stream = stream;
   subs_.push_back(std::move(s));
   return subs_.back().get();
 }
@@ -120,8 +121,11 @@ void Port::pump() {
       continue;
     }
     Subscriber* to = nullptr;
+    uint64_t stream = 0;
+    std::memcpy(&stream, b + 18, 8);  // our own hosts only: native byte order
     for (auto& s : subs_) {
-      if (std::memcmp(s->mac.data(), b, 6) == 0 && static_cast<uint8_t>(s->kind) == b[16]) {
+      if (std::memcmp(s->mac.data(), b, 6) == 0 && static_cast<uint8_t>(s->kind) == b[16] &&
+          s->stream == stream) {
         to = s.get();
         break;
       }
@@ -159,8 +163,14 @@ std::span<const std::byte> Port::payload(rte_mbuf* m) {
   return {b + kHeaderBytes, rte_pktmbuf_data_len(m) - kHeaderBytes};
 }
 
-Status Port::send(const Mac& dst, Kind kind, const Gather& frame) {
-  if (frame.size() + 4 > mtu_) {
+Mac Port::source(rte_mbuf* m) {
+  Mac mac;
+  std::memcpy(mac.data(), rte_pktmbuf_mtod(m, const uint8_t*) + 6, 6);
+  return mac;
+}
+
+Status Port::send(const Mac& dst, Kind kind, const Gather& frame, uint64_t stream) {
+  if (frame.size() + kOurHeaderBytes > mtu_) {
     return make_error(Errc::kInvalidArgument,
                       "dpdk: frame of " + std::to_string(frame.size()) + " bytes exceeds the MTU");
   }
@@ -180,6 +190,7 @@ Status Port::send(const Mac& dst, Kind kind, const Gather& frame) {
   b[15] = kVersion;
   b[16] = static_cast<uint8_t>(kind);
   b[17] = 0;
+  std::memcpy(b + 18, &stream, 8);
   std::size_t off = kHeaderBytes;
   for (const auto& part : frame.parts) {
     if (!part.empty()) std::memcpy(b + off, part.data(), part.size());

@@ -6,8 +6,9 @@
 // counted. All calls lock the port: groups may live on different threads.
 //
 // Wire format: Ethernet header, EtherType 0x88B5 (IEEE local experimental,
-// never IP, so bridges and IP stacks leave it alone), then a 4-byte header
-// (magic 0x1B, version 1, kind, zero), then the core's frame.
+// never IP, so bridges and IP stacks leave it alone), then a 12-byte header
+// (magic 0x1B, version 1, kind, zero, a 64-bit stream: 0 for multicast, the
+// channel id for unicast), then the core's frame or a reliable segment.
 
 #include <array>
 #include <cstdint>
@@ -32,7 +33,8 @@ using Mac = std::array<uint8_t, 6>;
 constexpr uint16_t kEtherType = 0x88B5;
 constexpr uint8_t kMagic = 0x1B;
 constexpr uint8_t kVersion = 1;
-constexpr std::size_t kHeaderBytes = 14 + 4;  // Ethernet + ours
+constexpr std::size_t kHeaderBytes = 14 + 12;  // Ethernet + ours
+constexpr std::size_t kOurHeaderBytes = 12;
 enum class Kind : uint8_t { kMulticast = 1, kUnicast = 2 };
 
 /// "dpdk:03:1b:bc:00:00:01" → the MAC; errors name the expected form.
@@ -56,10 +58,11 @@ class Port {
   struct Subscriber {
     Mac mac{};
     Kind kind = Kind::kMulticast;
+    uint64_t stream = 0;
     std::deque<rte_mbuf*> queue;
   };
-  /// Frames to `mac` of `kind` go to the returned subscriber from now on.
-  Subscriber* subscribe(const Mac& mac, Kind kind);
+  /// Frames to `mac` of `kind` and `stream` go to the returned subscriber.
+  Subscriber* subscribe(const Mac& mac, Kind kind, uint64_t stream = 0);
   /// Frees what it still queues.
   void unsubscribe(Subscriber* s);
 
@@ -67,11 +70,12 @@ class Port {
   /// into `out`; each out[i] must be given to free_frames.
   std::size_t receive(Subscriber* s, std::span<rte_mbuf*> out);
   static void free_frames(std::span<rte_mbuf* const> frames);
-  /// Payload of a received frame (after both headers).
+  /// Payload of a received frame (after both headers), and its source MAC.
   static std::span<const std::byte> payload(rte_mbuf* m);
+  static Mac source(rte_mbuf* m);
 
   /// One frame to `dst`; kAgain when the transmit ring is full.
-  Status send(const Mac& dst, Kind kind, const Gather& frame);
+  Status send(const Mac& dst, Kind kind, const Gather& frame, uint64_t stream = 0);
 
   uint32_t mtu() const { return mtu_; }
   const Mac& mac() const { return mac_; }

@@ -21,9 +21,11 @@ Status gather_reports(Bootstrap& boot, const RankReport& mine, std::vector<RankR
 }
 
 void print_reports(const Args& args, const std::vector<RankReport>& all) {
-  std::printf("ibbcast run: %zu ranks, %s bytes, root %s, %s iterations, %s multicast + ucx\n",
+  const std::string transport = option(args, "transport", "udp");
+  const std::string stage2 = transport == "dpdk" ? args.dpdk.value().reliable : "ucx";
+  std::printf("ibbcast run: %zu ranks, %s bytes, root %s, %s iterations, %s multicast + %s\n",
               all.size(), option(args, "size", "256k").c_str(), option(args, "root", "0").c_str(),
-              option(args, "iterations", "20").c_str(), option(args, "transport", "udp").c_str());
+              option(args, "iterations", "20").c_str(), transport.c_str(), stage2.c_str());
   std::printf("%4s %-17s %4s %11s %8s %8s %8s %8s %8s %s\n", "rank", "algorithm", "mc", "median_us",
               "dg_sent", "dg_rx", "useful", "dup", "repair", "result");
   uint64_t sent = 0, rx = 0, useful = 0, rejected = 0, repaired = 0, foreign = 0;

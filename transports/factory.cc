@@ -42,7 +42,10 @@ Result<std::unique_ptr<Transport>> make_fabric_transport(const std::string& name
                                                          Bootstrap& boot) {
   if (name == "udp") return udp::make_transport(cfg.udp, ucx_factory(boot));
 #if IBBCAST_HAVE_DPDK
-  if (name == "dpdk") return dpdk::make_transport(cfg.dpdk, ucx_factory(boot));
+  if (name == "dpdk") {
+    if (cfg.dpdk.reliable == "ucx") return dpdk::make_transport(cfg.dpdk, ucx_factory(boot));
+    return dpdk::make_transport(cfg.dpdk, nullptr, &boot);
+  }
 #endif
   std::string known;
   for (const auto& n : fabric_transport_names())

@@ -2,8 +2,10 @@
 // a net_ring port (rte_eth_from_rings), and a hub thread plays the Ethernet
 // segment, copying every frame a port sends to every other port (optionally
 // dropping some). The library runs with dpdk_eal=app on the ports the test
-// made, so this also covers an application that owns DPDK's EAL. The
-// reliable channel and bootstrap are the loopback fabric's. The contract's
+// made, so this also covers an application that owns DPDK's EAL. Stage 2
+// is the loopback fabric's channel or the port's own frames channel; net_ring
+// ports all share one MAC, and the hub floods unicast frames too, which the
+// frames channel must sort out by the receiving rank in its segments. The contract's
 // event-fd check is not here: DPDK ports without receive interrupts have no
 // fd (a waiting rank sleeps dpdk_idle_sleep_us).
 #include <gtest/gtest.h>
@@ -35,11 +37,11 @@ constexpr uint32_t kPorts = 5;
 class Hub {
  public:
   bool start() {
-    pool_ = rte_pktmbuf_pool_create("hub_pool", 16383, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+    pool_ = rte_pktmbuf_pool_create("hub_pool", 65535, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
     if (pool_ == nullptr) return false;
     for (uint32_t p = 0; p < kPorts; ++p) {
       const std::string n = std::to_string(p);
-      rx_[p] = rte_ring_create(("hub_rx" + n).c_str(), 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+      rx_[p] = rte_ring_create(("hub_rx" + n).c_str(), 4096, 0, RING_F_SP_ENQ);
       tx_[p] = rte_ring_create(("hub_tx" + n).c_str(), 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
       if (rx_[p] == nullptr || tx_[p] == nullptr) return false;
       const int id = rte_eth_from_rings(("ring" + n).c_str(), &rx_[p], 1, &tx_[p], 1, 0);
@@ -61,6 +63,9 @@ class Hub {
   }
   uint16_t port_id(uint32_t p) const { return ids_[p]; }
   std::atomic<uint32_t> loss_percent{0};
+  /// Ports of the current test; the others' receive rings are emptied, so
+  /// frames nobody reads cannot hold the pool.
+  std::atomic<uint32_t> active{kPorts};
 
  private:
   void run() {
@@ -71,7 +76,7 @@ class Hub {
         const unsigned n = rte_ring_dequeue_burst(tx_[p], frames, 32, nullptr);
         for (unsigned i = 0; i < n; ++i) {
           auto* m = static_cast<rte_mbuf*>(frames[i]);
-          for (uint32_t q = 0; q < kPorts; ++q) {
+          for (uint32_t q = 0; q < active; ++q) {
             if (q == p || rte_rand_max(100) < loss_percent) continue;
             rte_mbuf* copy = rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX);
             if (copy != nullptr && rte_ring_enqueue(rx_[q], copy) != 0) rte_pktmbuf_free(copy);
@@ -79,6 +84,9 @@ class Hub {
           rte_pktmbuf_free(m);
         }
         moved |= n != 0;
+        for (unsigned k; p >= active && (k = rte_ring_dequeue_burst(rx_[p], frames, 32, nullptr));)
+          for (unsigned i = 0; i < k; ++i)
+            rte_pktmbuf_free(static_cast<rte_mbuf*>(frames[i]));
       }
       if (!moved) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
@@ -94,7 +102,10 @@ class Hub {
 
 Hub* g_hub = nullptr;
 
-std::vector<RankEnv> ring_env(uint32_t ranks) {
+// Stage 2 over the loopback fabric's channel, or over the port itself (the
+// frames channel: the core's reliable datagrams on unicast frames).
+std::vector<RankEnv> ring_env(uint32_t ranks, bool frames) {
+  g_hub->active = ranks;
   auto f = loopback::make_fabric(ranks);
   std::vector<RankEnv> v;
   for (uint32_t r = 0; r < ranks; ++r) {
@@ -102,46 +113,64 @@ std::vector<RankEnv> ring_env(uint32_t ranks) {
     cfg.eal = "app";
     cfg.port = g_hub->port_id(r);
     cfg.mbufs = 4095;
-    auto t =
-        dpdk::make_transport(cfg, [f, r] { return loopback::make_transport(f, r)->open_p2p(); });
+    auto boot = loopback::make_bootstrap(f, r);
+    dpdk::P2pFactory p2p;
+    if (!frames) p2p = [f, r] { return loopback::make_transport(f, r)->open_p2p(); };
+    auto t = dpdk::make_transport(cfg, p2p, boot.get());
     if (!t) {
       ADD_FAILURE() << "dpdk transport: " << t.status().to_string();
       return {};
     }
-    v.push_back({std::move(*t), loopback::make_bootstrap(f, r)});
+    v.push_back({std::move(*t), std::move(boot)});
   }
   return v;
 }
 
-void run_check(uint32_t ranks, Status (*check)(Transport&, Bootstrap&)) {
-  auto env = ring_env(ranks);
+void run_check(uint32_t ranks, Status (*check)(Transport&, Bootstrap&), bool frames = false) {
+  auto env = ring_env(ranks, frames);
   ASSERT_EQ(env.size(), ranks);
   const auto st = run_on_ranks(env, check);
   for (uint32_t r = 0; r < ranks; ++r)
     EXPECT_TRUE(st[r].is_ok()) << "rank " << r << ": " << st[r].to_string();
 }
 
+// Multicast alone, and stage 2 over the loopback fabric's channel.
 TEST(DpdkRing, MulticastReachesEveryMemberByteExact) {
   run_check(3, multicast_reaches_every_member);
-}
-
-TEST(DpdkRing, ReliableChannelIsOrderedPerPeerAndByteExact) {
-  run_check(3, reliable_channel_is_ordered);
-}
-
-TEST(DpdkRing, EveryAlgorithmBroadcastsByteExact) {
-  run_check(5, every_algorithm_broadcasts);
-}
-
-TEST(DpdkRing, EveryAlgorithmBroadcastsWith30PercentLoss) {
-  g_hub->loss_percent = 30;
-  run_check(5, every_algorithm_broadcasts);
-  g_hub->loss_percent = 0;
 }
 
 TEST(DpdkRing, LargeBroadcastThenForeignCollective) {
   run_check(3, large_broadcast_then_foreign_collective);
 }
+
+// Both stages on the port, as in production: stage-2 frames queue behind the
+// root's multicast frames on one wire, so "some fragment arrived by
+// multicast" holds even when the hub is slow (with an in-process stage 2 the
+// ring copies could overtake every datagram, which the contract rejects).
+TEST(DpdkRingFrames, ReliableChannelIsOrderedPerPeerAndByteExact) {
+  run_check(3, reliable_channel_is_ordered, true);
+}
+
+TEST(DpdkRingFrames, ReliableChannelSurvives20PercentLoss) {
+  g_hub->loss_percent = 20;  // every frame: multicast, segments and acks
+  run_check(3, reliable_channel_is_ordered, true);
+  g_hub->loss_percent = 0;
+}
+
+TEST(DpdkRingFrames, EveryAlgorithmBroadcastsByteExact) {
+  run_check(5, every_algorithm_broadcasts, true);
+}
+
+TEST(DpdkRingFrames, EveryAlgorithmBroadcastsWith30PercentLoss) {
+  g_hub->loss_percent = 30;
+  run_check(5, every_algorithm_broadcasts, true);
+  g_hub->loss_percent = 0;
+}
+
+// 16 MiB over the frames channel is in the af_packet suite
+// (conformance_procs_dpdk): this fixture's single hub thread, which floods
+// every unicast frame to every port (net_ring ports share one MAC), cannot
+// carry it at a useful speed.
 
 }  // namespace
 }  // namespace ibbcast::conformance

@@ -5,6 +5,9 @@
 #   netns_fabric.sh down PREFIX              kill processes in and delete every PREFIX-* namespace
 #   netns_fabric.sh loss PREFIX PERCENT [HOST]       drop PERCENT % of multicast frames going to
 #                                                    HOST's port (or, independently, to every port)
+#   netns_fabric.sh rawloss PREFIX PERCENT   drop PERCENT % of the dpdk backend's frames (EtherType
+#                                            0x88b5), unicast too, on every port; `rawcount PREFIX`
+#                                            prints "multicast=N unicast=N" frames dropped so far
 #   netns_fabric.sh partition PREFIX HOST    drop every frame to and from HOST's port
 #   netns_fabric.sh heal PREFIX HOST         undo `partition PREFIX HOST`
 #   netns_fabric.sh dup PREFIX PERCENT [HOST]        duplicate PERCENT % of the multicast frames
@@ -292,6 +295,29 @@ cmd_loss() {
   fi
 }
 
+cmd_rawloss() {
+  (($# == 2)) || usage
+  local prefix=$1 pct=$2 sw
+  check_prefix "$prefix"
+  check_percent "$pct"
+  pct=$((10#$pct))
+  sw=$(sw_ns "$prefix")
+  # Two rules so that their counters tell multicast and unicast drops apart.
+  set_fault "$sw" bridge ibfault rawloss \
+    "type filter hook forward priority 0; policy accept;" \
+    "ether type 0x88b5 $MCAST $(random_below "$pct") counter drop" \
+    "ether type 0x88b5 ether daddr & 01:00:00:00:00:00 == 00:00:00:00:00:00 $(random_below "$pct") counter drop"
+}
+
+cmd_rawcount() {
+  (($# == 1)) || usage
+  local sw counts
+  check_prefix "$1"
+  sw=$(sw_ns "$1")
+  counts=$(ip netns exec "$sw" nft list chain bridge ibfault rawloss | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+  echo "multicast=$(sed -n 1p <<<"$counts") unicast=$(sed -n 2p <<<"$counts")"
+}
+
 cmd_partition() {
   (($# == 2)) || usage
   local prefix=$1 sw i
@@ -398,7 +424,7 @@ cmd_subnet() {
 sub=$1
 shift
 case $sub in
-  up | down | loss | partition | heal | dup | clear | exec | addr | ifname | subnet) ;;
+  up | down | loss | rawloss | rawcount | partition | heal | dup | clear | exec | addr | ifname | subnet) ;;
   -h | --help | help) usage ;;
   *) echo "$prog: unknown subcommand '$sub'" >&2; usage ;;
 esac

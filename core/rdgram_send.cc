@@ -1,0 +1,102 @@
+// The sending half of DatagramP2p: acknowledgements, the window, resends and
+// the failure timer (rdgram.h has the rules).
+#include <algorithm>
+
+#include "core/rdgram.h"
+
+namespace ibbcast {
+
+// Timer resends per peer and poll: a burst of expired segments (a window's
+// worth after a stall) goes out a few at a time, so resends cannot flood the
+// link and starve the acknowledgements that would stop them.
+constexpr int kTimerBurst = 8;
+
+Nanos DatagramP2p::rto_of(const Peer& p) const {
+  if (p.srtt == Nanos(0)) return cfg_.rto_initial;
+  return std::clamp<Nanos>(4 * p.srtt, cfg_.rto_min, cfg_.rto_max);
+}
+
+void DatagramP2p::on_ack(Peer& p, uint64_t cum, uint64_t sack, Nanos now) {
+  if (p.failed) return;
+  bool progress = false;
+  while (!p.out.empty() && p.out.front().seq < cum) {
+    const Segment& s = p.out.front();
+    if (s.resends == 0 && s.sent_at >= Nanos(0)) {
+      // Karn: only segments sent once give a round-trip sample.
+      const Nanos rtt = now - s.sent_at;
+      p.srtt = p.srtt == Nanos(0) ? rtt : (7 * p.srtt + rtt) / 8;
+    }
+    p.out.pop_front();
+    progress = true;
+  }
+  uint64_t highest = 0;
+  for (Segment& s : p.out) {
+    if (s.seq <= cum || s.seq > cum + 64) continue;
+    if ((sack >> (s.seq - cum - 1)) & 1) {
+      progress |= !s.sacked;
+      s.sacked = true;
+      highest = std::max(highest, s.seq);
+    }
+  }
+  if (progress) p.last_ack_progress = now;
+  // A hole below a segment that did arrive was lost (no reordering on one
+  // link): resend it now — once; if that copy is lost too, its timer resends
+  // it. Resending on every acknowledgement flooded the link under loss.
+  const uint32_t to = static_cast<uint32_t>(&p - peers_.data());
+  for (Segment& s : p.out) {
+    if (s.seq >= highest) break;
+    if (s.sacked || s.resends != 0 || s.sent_at < Nanos(0) ||
+        now - s.sent_at < std::max(p.srtt, cfg_.rto_min / 2))
+      continue;
+    Gather g{{s.bytes, {}, {}}};
+    if (!link_->send(to, g).is_ok()) break;
+    s.sent_at = now;
+    ++s.resends;
+    ++stats_.resent_sack;
+  }
+}
+
+void DatagramP2p::transmit(uint32_t to, Peer& p, Nanos now) {
+  const std::size_t in_window = std::min<std::size_t>(p.out.size(), cfg_.window);
+  for (std::size_t i = 0; i < in_window; ++i) {
+    Segment& s = p.out[i];
+    if (s.sent_at >= Nanos(0)) continue;
+    Gather g{{s.bytes, {}, {}}};
+    if (!link_->send(to, g).is_ok()) return;  // no room: the next poll goes on
+    s.sent_at = now;
+    s.rto = rto_of(p);
+    ++stats_.segments_sent;
+  }
+}
+
+void DatagramP2p::check_timers(uint32_t to, Peer& p, Nanos now) {
+  if (now - p.last_ack_progress > cfg_.peer_timeout) {
+    p.failed = true;
+    p.out.clear();
+    P2pEvent e;
+    e.kind = P2pEvent::Kind::kPeerFailed;
+    e.peer = to;
+    e.reason =
+        "rdgram: nothing acknowledged for " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.peer_timeout).count()) +
+        " ms";
+    events_.push_back(std::move(e));
+    return;
+  }
+  const std::size_t in_window = std::min<std::size_t>(p.out.size(), cfg_.window);
+  int burst = kTimerBurst;
+  for (std::size_t i = 0; i < in_window && burst > 0; ++i) {
+    Segment& s = p.out[i];
+    if (s.sacked || s.sent_at < Nanos(0) || now - s.sent_at < s.rto) continue;
+    --burst;
+    Gather g{{s.bytes, {}, {}}};
+    if (!link_->send(to, g).is_ok()) return;
+    s.sent_at = now;
+    s.rto = std::min(2 * s.rto, cfg_.rto_max);
+    ++s.resends;
+    ++stats_.resent_timer;
+  }
+}
+
+}  // namespace ibbcast
