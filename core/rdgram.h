@@ -96,6 +96,8 @@ class DatagramP2p final : public P2pChannel {
     std::deque<Segment> out;  // unacknowledged, in sequence order
     Nanos srtt{0};
     Nanos last_ack_progress{0};
+    Nanos next_timer_round{0};   // no timer resends to this peer before it
+    uint32_t timer_backoff = 0;  // timer rounds since the last acknowledged progress
     bool failed = false;
     // Receiving.
     uint64_t expected = 0;

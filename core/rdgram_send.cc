@@ -38,7 +38,10 @@ void DatagramP2p::on_ack(Peer& p, uint64_t cum, uint64_t sack, Nanos now) {
       highest = std::max(highest, s.seq);
     }
   }
-  if (progress) p.last_ack_progress = now;
+  if (progress) {
+    p.last_ack_progress = now;
+    p.timer_backoff = 0;
+  }
   // A hole below a segment that did arrive was lost (no reordering on one
   // link): resend it now — once; if that copy is lost too, its timer resends
   // it. Resending on every acknowledgement flooded the link under loss.
@@ -84,6 +87,10 @@ void DatagramP2p::check_timers(uint32_t to, Peer& p, Nanos now) {
     events_.push_back(std::move(e));
     return;
   }
+  // Timer resends come in rounds, one per timeout, and the rounds back off
+  // while nothing is acknowledged: a congested or flooded link must not be
+  // answered with more traffic (seen as a collapse on a hub that floods).
+  if (now < p.next_timer_round) return;
   const std::size_t in_window = std::min<std::size_t>(p.out.size(), cfg_.window);
   int burst = kTimerBurst;
   for (std::size_t i = 0; i < in_window && burst > 0; ++i) {
@@ -96,6 +103,10 @@ void DatagramP2p::check_timers(uint32_t to, Peer& p, Nanos now) {
     s.rto = std::min(2 * s.rto, cfg_.rto_max);
     ++s.resends;
     ++stats_.resent_timer;
+  }
+  if (burst != kTimerBurst) {
+    p.timer_backoff = std::min<uint32_t>(p.timer_backoff + 1, 5);
+    p.next_timer_round = now + std::min(rto_of(p) * (1 << p.timer_backoff), cfg_.rto_max);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <cstring>
@@ -66,8 +67,8 @@ class UnicastLink final : public DatagramLink {
 
 class FramesChannel final : public P2pChannel {
  public:
-  FramesChannel(std::unique_ptr<DatagramP2p> inner, Nanos idle_sleep)
-      : inner_(std::move(inner)), idle_sleep_(idle_sleep) {
+  FramesChannel(std::unique_ptr<DatagramP2p> inner, Nanos idle_sleep, Nanos linger)
+      : inner_(std::move(inner)), idle_sleep_(idle_sleep), linger_(linger) {
     helper_ = std::thread([this] { helper_loop(); });
   }
   ~FramesChannel() override {
@@ -77,17 +78,19 @@ class FramesChannel final : public P2pChannel {
     }
     cv_.notify_one();
     helper_.join();
-    // Linger like UCX's channel does: until what we sent is acknowledged and
-    // every peer said goodbye (each keeps acknowledging meanwhile), 2 s at
-    // most; a peer gone for good is then left to its own timeout.
-    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    // Linger until what we sent is acknowledged and every peer said goodbye
+    // (each keeps acknowledging meanwhile). Unlike UCX over TCP, unacknowledged
+    // segments die with the channel, so the bound is the peer timeout, after
+    // which the channel has declared an unresponsive peer failed anyway.
+    const auto deadline = Clock::now() + linger_;
     std::array<P2pEvent, 16> ev;
     while (Clock::now() < deadline) {
       for (std::size_t n; (n = inner_->poll(ev)) != 0;)
         for (std::size_t i = 0; i < n; ++i)
           if (ev[i].kind == P2pEvent::Kind::kMessage) inner_->release(ev[i].message);
       if (inner_->close_step()) break;
-      std::this_thread::sleep_for(idle_sleep_);
+      // Each step repeats the goodbyes: not faster than every millisecond.
+      std::this_thread::sleep_for(std::max<Nanos>(idle_sleep_, std::chrono::milliseconds(1)));
     }
   }
   Result<bool> send(uint32_t peer, const Gather& f, uint64_t token) override {
@@ -140,6 +143,7 @@ class FramesChannel final : public P2pChannel {
 
   std::unique_ptr<DatagramP2p> inner_;
   Nanos idle_sleep_;
+  Nanos linger_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool away_ = false, stopping_ = false;
@@ -173,8 +177,8 @@ Result<std::unique_ptr<P2pChannel>> open_frames_channel(Port& port, Bootstrap& b
   rc.peer_timeout = cfg.peer_timeout;
   auto link = std::make_unique<UnicastLink>(port, std::move(macs), all[0].id, max_datagram);
   auto inner = std::make_unique<DatagramP2p>(std::move(link), rc, now_ns);
-  return std::unique_ptr<P2pChannel>(
-      new FramesChannel(std::move(inner), std::chrono::microseconds(cfg.idle_sleep_us)));
+  return std::unique_ptr<P2pChannel>(new FramesChannel(
+      std::move(inner), std::chrono::microseconds(cfg.idle_sleep_us), cfg.peer_timeout));
 }
 
 }  // namespace ibbcast::dpdk
