@@ -119,8 +119,12 @@ std::size_t DatagramP2p::poll(std::span<P2pEvent> out) {
     // One acknowledgement per batch and peer: often enough that a sender's
     // timers rarely fire, rarely enough to cost little.
     for (uint32_t r = 0; r < cfg_.size; ++r)
-      if (peers_[r].ack_due) send_ack(r, peers_[r]);
+      if (peers_[r].ack_due) send_ack(r, peers_[r], now);
     if (n < views.size()) break;
+  }
+  for (uint32_t r = 0; r < cfg_.size; ++r) {
+    Peer& p = peers_[r];
+    if (!p.early.empty() && now - p.last_ack_sent >= cfg_.hole_report) send_ack(r, p, now);
   }
   for (uint32_t r = 0; r < cfg_.size; ++r) {
     Peer& p = peers_[r];
@@ -208,7 +212,7 @@ void DatagramP2p::on_datagram(const RecvView& v, Nanos now) {
   }
 }
 
-void DatagramP2p::send_ack(uint32_t to, Peer& p) {
+void DatagramP2p::send_ack(uint32_t to, Peer& p, Nanos now) {
   uint64_t sack = 0;
   for (const auto& [seq, seg] : p.early) {
     if (seq > p.expected + kSackBits) break;
@@ -219,6 +223,7 @@ void DatagramP2p::send_ack(uint32_t to, Peer& p) {
   Gather g{{b, {}, {}}};
   if (link_->send(to, g).is_ok()) {
     p.ack_due = false;
+    p.last_ack_sent = now;
     ++stats_.acks_sent;
   }
 }

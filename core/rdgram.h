@@ -51,11 +51,14 @@ struct RdgramConfig {
   Nanos rto_initial = std::chrono::milliseconds(5);  ///< until a round trip is measured
   Nanos rto_min = std::chrono::milliseconds(2);
   Nanos rto_max = std::chrono::milliseconds(50);
+  /// A receiver with a hole repeats its acknowledgement this often, so a lost
+  /// acknowledgement delays the repair by this much, not by a timeout.
+  Nanos hole_report = std::chrono::milliseconds(1);
   Nanos peer_timeout = std::chrono::seconds(10);
 };
 
 struct RdgramStats {
-  uint64_t segments_sent = 0, resent_sack = 0, resent_timer = 0, acks_sent = 0;
+  uint64_t segments_sent = 0, resent_sack = 0, resent_probe = 0, resent_timer = 0, acks_sent = 0;
   uint64_t segments_received = 0, duplicates = 0, foreign = 0, malformed = 0;
 };
 
@@ -98,19 +101,24 @@ class DatagramP2p final : public P2pChannel {
     Nanos last_ack_progress{0};
     Nanos next_timer_round{0};   // no timer resends to this peer before it
     uint32_t timer_backoff = 0;  // timer rounds since the last acknowledged progress
+    bool probed = false;         // the tail probe went out since the last progress
     bool failed = false;
     // Receiving.
     uint64_t expected = 0;
     std::map<uint64_t, std::pair<uint8_t, std::vector<std::byte>>> early;  // flags, data
     std::vector<std::byte> message;  // the message being reassembled
     bool ack_due = false;
+    Nanos last_ack_sent{-1};
     bool said_bye = false;  // it is closing: it needs nothing more from us
   };
 
   void on_datagram(const RecvView& v, Nanos now);
   void accept(Peer& p, uint32_t from, uint8_t flags, std::span<const std::byte> data);
   void on_ack(Peer& p, uint64_t cum, uint64_t sack, Nanos now);
-  void send_ack(uint32_t to, Peer& p);
+  void send_ack(uint32_t to, Peer& p, Nanos now);
+  /// Resends the last segment once when the tail may have been lost (no
+  /// later segment would reveal it); true when it did.
+  bool probe_tail(uint32_t to, Peer& p, Nanos now);
   void transmit(uint32_t to, Peer& p, Nanos now);
   void check_timers(uint32_t to, Peer& p, Nanos now);
   Nanos rto_of(const Peer& p) const;

@@ -41,14 +41,17 @@ void DatagramP2p::on_ack(Peer& p, uint64_t cum, uint64_t sack, Nanos now) {
   if (progress) {
     p.last_ack_progress = now;
     p.timer_backoff = 0;
+    p.probed = false;
   }
   // A hole below a segment that did arrive was lost (no reordering on one
-  // link): resend it now — once; if that copy is lost too, its timer resends
-  // it. Resending on every acknowledgement flooded the link under loss.
+  // link): resend it now. Receivers repeat their report while a hole stays
+  // open (hole_report), so a lost resend is retried after a round trip — but
+  // no sooner: resending on every acknowledgement flooded the link.
   const uint32_t to = static_cast<uint32_t>(&p - peers_.data());
+  const Nanos spacing = std::max(2 * p.srtt, cfg_.rto_min);
   for (Segment& s : p.out) {
     if (s.seq >= highest) break;
-    if (s.sacked || s.resends != 0 || s.sent_at < Nanos(0) ||
+    if (s.sacked || s.sent_at < Nanos(0) || (s.resends != 0 && now - s.sent_at < spacing) ||
         now - s.sent_at < std::max(p.srtt, cfg_.rto_min / 2))
       continue;
     Gather g{{s.bytes, {}, {}}};
@@ -72,6 +75,25 @@ void DatagramP2p::transmit(uint32_t to, Peer& p, Nanos now) {
   }
 }
 
+bool DatagramP2p::probe_tail(uint32_t to, Peer& p, Nanos now) {
+  // Everything is out and the newest segment is not known to have arrived:
+  // if the tail was lost, no later segment will make the receiver report a
+  // hole. Resending the newest once, after two round trips, makes it report.
+  if (p.probed || p.out.size() > cfg_.window) return false;
+  Segment& last = p.out.back();
+  if (last.sacked || last.sent_at < Nanos(0) ||
+      now - last.sent_at < std::max(2 * p.srtt, cfg_.rto_min)) {
+    return false;
+  }
+  Gather g{{last.bytes, {}, {}}};
+  if (!link_->send(to, g).is_ok()) return false;
+  p.probed = true;
+  last.sent_at = now;
+  ++last.resends;
+  ++stats_.resent_probe;
+  return true;
+}
+
 void DatagramP2p::check_timers(uint32_t to, Peer& p, Nanos now) {
   if (now - p.last_ack_progress > cfg_.peer_timeout) {
     p.failed = true;
@@ -87,6 +109,7 @@ void DatagramP2p::check_timers(uint32_t to, Peer& p, Nanos now) {
     events_.push_back(std::move(e));
     return;
   }
+  if (probe_tail(to, p, now)) return;
   // Timer resends come in rounds, one per timeout, and the rounds back off
   // while nothing is acknowledged: a congested or flooded link must not be
   // answered with more traffic (seen as a collapse on a hub that floods).

@@ -29,9 +29,10 @@ struct DpdkConfig {
   uint32_t mbufs = 16383;       ///< mbufs in the pool (receive queues hold them until released)
   uint32_t idle_sleep_us = 10;  ///< sleep of a waiting rank when nothing arrived (no busy polling)
   std::string group;            ///< fixed group MAC "dpdk:03:..."; empty = random per group
-  /// Stage 2: "frames" (the core's reliable datagrams on the same port, no
-  /// kernel TCP) or "ucx".
-  std::string reliable = "frames";
+  /// Stage 2: "ucx", or "frames" (the core's reliable datagrams on the same
+  /// port, no kernel TCP; not the default yet: it can stall under heavy load,
+  /// see docs/protocol.md).
+  std::string reliable = "ucx";
   /// A frames-channel peer that acknowledges nothing for this long has failed.
   std::chrono::nanoseconds peer_timeout = std::chrono::seconds(10);
 };

@@ -121,14 +121,6 @@ std::string vdev_of(const DpdkConfig& cfg) {
 }
 
 std::vector<std::string> eal_args(const DpdkConfig& cfg) {
-  // Every lcore on the CPUs this process may use, so the EAL does not pin
-  // the calling thread (an MPI may have bound it already).
-  std::string cpus;
-  cpu_set_t set;
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
-  }
   std::vector<std::string> a = {"ibbcast",
                                 "--no-huge",
                                 "--no-shconf",
@@ -138,7 +130,7 @@ std::vector<std::string> eal_args(const DpdkConfig& cfg) {
                                 "256",
                                 "--log-level=*:warning",
                                 "--file-prefix=ibbcast-" + std::to_string(::getpid()),
-                                "--lcores=0@(" + (cpus.empty() ? "0" : cpus) + ")",
+                                Eal::lcores_argument(),
                                 "--vdev=" + vdev_of(cfg)};
   std::istringstream extra(cfg.eal_args);
   for (std::string w; extra >> w;)
@@ -188,6 +180,16 @@ Result<Port*> open_port(State& s, const std::string& key, uint16_t id, const Dpd
 }
 
 }  // namespace
+
+std::string Eal::lcores_argument() {
+  std::string cpus;
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+  }
+  return "--lcores=0@(" + (cpus.empty() ? std::string("0") : cpus) + ")";
+}
 
 std::string Eal::eal_command_line(const DpdkConfig& cfg) {
   std::string out;

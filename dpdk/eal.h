@@ -26,6 +26,10 @@ class Eal {
 
   /// The EAL arguments `cfg` yields (for `ibbcast info` and error messages).
   static std::string eal_command_line(const DpdkConfig& cfg);
+  /// "--lcores=0@(<every CPU this process may use>)": lcore 0 floats over
+  /// them, so the EAL does not pin the calling thread (an MPI may have bound
+  /// it already).
+  static std::string lcores_argument();
 };
 
 }  // namespace ibbcast::dpdk

@@ -5,14 +5,15 @@
 # (a skipped or missing check on any rank is a failure).
 # Usage: conformance_procs.sh BINARY VARIANT [RANKS]
 #   VARIANT: udp4 | udp6 | udp4-loss30 (the broadcasts with 30 % multicast loss)
-#            dpdk | dpdk-loss30 (af_packet on each host's eth0; no event-fd check:
+#            dpdk | dpdk-frames | dpdk-loss30 (af_packet on each host's eth0; stage 2 over UCX,
+#            or over the frames channel; no event-fd check:
 #            af_packet has no receive interrupts, a waiting rank sleeps dpdk_idle_sleep_us)
 set -uo pipefail
 bin=$1 variant=$2 ranks=${3:-4}
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not installed"; exit 1; }
 
-family=ipv4 extra=() fault=true filter='*' expect=5 transport=udp
+family=ipv4 extra=() fault=true filter='*' expect=5 transport=udp reliable=ucx
 case $variant in
   udp4) ;;
   udp6) family=ipv6 extra=(--ipv6) ;;
@@ -20,6 +21,7 @@ case $variant in
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30'
     filter='*EveryAlgorithm*' expect=1 ;;
   dpdk) transport=dpdk filter='*:-*EventFd*' expect=4 ;;
+  dpdk-frames) transport=dpdk filter='*:-*EventFd*' expect=4 reliable=frames ;;
   dpdk-loss30)
     transport=dpdk
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30'
@@ -34,7 +36,7 @@ trap 'rm -f "$out"' EXIT
   exec timeout 600 mpirun --allow-run-as-root --oversubscribe --tag-output -np $ranks \
     -x IBBCAST_NETNS_PREFIX -x IBBCAST_TIMEOUT=10s \
     -x IBBCAST_UDP_INTERFACE=eth0 -x IBBCAST_UDP_FAMILY=$family \
-    -x IBBCAST_TRANSPORT=$transport -x IBBCAST_DPDK_INTERFACE=eth0 \
+    -x IBBCAST_TRANSPORT=$transport -x IBBCAST_DPDK_INTERFACE=eth0 -x IBBCAST_DPDK_RELIABLE=$reliable \
     '$bin' --gtest_color=no --gtest_filter='$filter'" >"$out" 2>&1
 rc=$?
 cat "$out"

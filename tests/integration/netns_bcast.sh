@@ -22,9 +22,10 @@ case $scenario in
   partition) fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100 h3' ;;
   dup) fault='"$IBBCAST_NETNS_FABRIC" dup "$IBBCAST_NETNS_PREFIX" 50' ;;
   ipv6) family=ipv6; extra=(--ipv6) ;;
-  rawloss20)
+  rawloss20)  # with stage 2 on the frames channel, whose own frames are lost too
     fault='"$IBBCAST_NETNS_FABRIC" rawloss "$IBBCAST_NETNS_PREFIX" 20'
-    after='"$IBBCAST_NETNS_FABRIC" rawcount "$IBBCAST_NETNS_PREFIX"' ;;
+    after='"$IBBCAST_NETNS_FABRIC" rawcount "$IBBCAST_NETNS_PREFIX"'
+    runopt="--dpdk-reliable frames" ;;
   decorator)  # the fault decorator over the udp backend in every process
     runopt="--faults drop=20%,corrupt=5%,dup=5%,truncate=2%" ;;
   nojoin)  # host 3 may join no group (IGMP membership limit 0): all ranks fall back together
