@@ -4,6 +4,7 @@
 # (kernel IP multicast) and dpdk (raw Ethernet through af_packet). Stage 2 is
 # UCX for both. One CSV on stdout with a leading transport column.
 # Usage: scripts/bench_transports.sh [BUILD_DIR] [RANKS...]   (root)
+#   DPDK_RELIABLE=ucx|frames: dpdk's stage 2 (default ucx; udp always uses UCX)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}
@@ -14,6 +15,7 @@ bin=$build/tools/ibbcast
 [[ -x $bin ]] || { echo "no $bin: build first" >&2; exit 2; }
 sizes=${SIZES:-1,4k,64k,1m}
 iterations=${ITERATIONS:-20}
+reliable=${DPDK_RELIABLE:-ucx}
 
 header=1
 for n in "${ranks[@]}"; do
@@ -22,7 +24,7 @@ for n in "${ranks[@]}"; do
   out=$("$repo/tests/support/netns_run.sh" - "$n" -- bash -c '
     for t in udp dpdk; do
       timeout 1500 mpirun --allow-run-as-root --oversubscribe -np '"$n"' -x IBBCAST_NETNS_PREFIX \
-        '"$bin"' bench --transport $t --udp-interface eth0 --dpdk-interface eth0 \
+        '"$bin"' bench --transport $t --udp-interface eth0 --dpdk-interface eth0 --dpdk-reliable '"$reliable"' \
         --algorithms two_stage --sizes '"$sizes"' --iterations '"$iterations"' | sed "s/^/$t,/"
     done')
   if ((header)); then
