@@ -38,6 +38,21 @@ bool peer_gone(ucs_status_t s) {
          s == UCS_ERR_UNREACHABLE || s == UCS_ERR_CANCELED || s == UCS_ERR_REJECTED;
 }
 
+Status set_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t cb, void* arg,
+                   uint32_t flags) {
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                 UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  p.id = id;
+  p.flags = flags;
+  p.cb = cb;
+  p.arg = arg;
+  ucs_status_t s = ucp_worker_set_am_recv_handler(worker, &p);
+  if (s == UCS_OK) return Status::ok();
+  return make_error(Errc::kDeviceLost,
+                    std::string("ucx: ucp_worker_set_am_recv_handler: ") + ucs_status_string(s));
+}
+
 void append(std::vector<std::byte>& v, std::span<const std::byte> part) {
   v.insert(v.end(), part.begin(), part.end());
 }
@@ -127,61 +142,29 @@ struct Channel::Glue {
 };
 
 Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride) {
-  {
-    ucp_am_handler_param_t hello{};
-    hello.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    hello.id = kHelloId;
-    hello.cb = [](void* arg, const void* header, size_t header_length, void*, size_t,
-                  const ucp_am_recv_param_t*) {
-      auto* ch = static_cast<Channel*>(arg);
-      uint32_t from = 0;
-      if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
-      if (from < ch->size_ && !ch->hello_from_[from]) {
-        ch->hello_from_[from] = true;
-        ++ch->hellos_;
-      }
-      return UCS_OK;
-    };
-    hello.arg = this;
-    ucs_status_t hs = ucp_worker_set_am_recv_handler(worker_, &hello);
-    if (hs != UCS_OK) {
-      return make_error(Errc::kDeviceLost, std::string("ucx: ucp_worker_set_am_recv_handler: ") +
-                                               ucs_status_string(hs));
+  auto on_hello = [](void* arg, const void* header, size_t header_length, void*, size_t,
+                     const ucp_am_recv_param_t*) {
+    auto* ch = static_cast<Channel*>(arg);
+    uint32_t from = 0;
+    if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
+    if (from < ch->size_ && !ch->hello_from_[from]) {
+      ch->hello_from_[from] = true;
+      ++ch->hellos_;
     }
-  }
-  {
-    ucp_am_handler_param_t bye{};
-    bye.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                     UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    bye.id = kByeId;
-    bye.cb = [](void* arg, const void* header, size_t header_length, void*, size_t,
-                const ucp_am_recv_param_t*) {
-      auto* ch = static_cast<Channel*>(arg);
-      uint32_t from = ch->size_;
-      if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
-      if (from < ch->size_) ch->peers_[from].closing = true;
-      return UCS_OK;
-    };
-    bye.arg = this;
-    ucs_status_t bs = ucp_worker_set_am_recv_handler(worker_, &bye);
-    if (bs != UCS_OK) {
-      return make_error(Errc::kDeviceLost, std::string("ucx: ucp_worker_set_am_recv_handler: ") +
-                                               ucs_status_string(bs));
-    }
-  }
-  ucp_am_handler_param_t hp{};
-  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                  UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-  hp.id = kAmId;
-  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
-  hp.cb = &Glue::on_am;
-  hp.arg = this;
-  ucs_status_t s = ucp_worker_set_am_recv_handler(worker_, &hp);
-  if (s != UCS_OK) {
-    return make_error(Errc::kDeviceLost,
-                      std::string("ucx: ucp_worker_set_am_recv_handler: ") + ucs_status_string(s));
-  }
+    return UCS_OK;
+  };
+  auto on_bye = [](void* arg, const void* header, size_t header_length, void*, size_t,
+                   const ucp_am_recv_param_t*) {
+    auto* ch = static_cast<Channel*>(arg);
+    uint32_t from = ch->size_;
+    if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
+    if (from < ch->size_) ch->peers_[from].closing = true;
+    return UCS_OK;
+  };
+  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kHelloId, on_hello, this, 0));
+  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kByeId, on_bye, this, 0));
+  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kAmId, &Glue::on_am, this, UCP_AM_FLAG_WHOLE_MSG));
+  ucs_status_t s;
   for (uint32_t r = 0; r < size_; ++r) {
     ucp_ep_params_t ep{};
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
