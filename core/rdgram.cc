@@ -146,6 +146,7 @@ void DatagramP2p::release(const RecvView& view) {
 }
 
 bool DatagramP2p::close_step() {
+  const Nanos now = clock_();
   bool done = true;
   for (uint32_t r = 0; r < cfg_.size; ++r) {
     Peer& p = peers_[r];
@@ -159,7 +160,7 @@ bool DatagramP2p::close_step() {
     encode({kBye, 0, cfg_.rank, r, cfg_.channel, 0, 0}, b.data());
     Gather g{{b, {}, {}}};
     (void)link_->send(r, g);
-    done &= p.said_bye;
+    done &= p.said_bye || now - p.last_heard >= cfg_.close_quiet;
   }
   return done;
 }
@@ -182,6 +183,7 @@ void DatagramP2p::on_datagram(const RecvView& v, Nanos now) {
     return;
   }
   Peer& p = peers_[h.from];
+  p.last_heard = now;
   if (h.type == kBye) {
     p.said_bye = true;
     return;

@@ -13,7 +13,7 @@
 // measured round trip, doubling per resend, 8 per poll at most), and reports
 // the peer failed when nothing it sent was acknowledged for `peer_timeout`.
 // Closing lingers until everything sent is acknowledged and every peer said
-// goodbye (close_step).
+// goodbye, or fell quiet for close_quiet (close_step).
 // Late and duplicate segments are dropped and re-acknowledged; datagrams of
 // another channel (`channel` differs), malformed or from unknown ranks are
 // counted and dropped.
@@ -55,6 +55,11 @@ struct RdgramConfig {
   /// acknowledgement delays the repair by this much, not by a timeout.
   Nanos hole_report = std::chrono::milliseconds(1);
   Nanos peer_timeout = std::chrono::seconds(10);
+  /// Closing also ends for a peer whose goodbye never came once it has sent
+  /// nothing for this long: its last goodbye may be lost after it left (no
+  /// one would answer a repeat), and a peer with unacknowledged data resends
+  /// well within it (rto_max), which restarts the wait.
+  Nanos close_quiet = std::chrono::seconds(1);
 };
 
 struct RdgramStats {
@@ -78,7 +83,8 @@ class DatagramP2p final : public P2pChannel {
   bool busy() const;
   /// Closing: once every segment to every peer is acknowledged, tells each
   /// live peer goodbye (repeated by later calls until done); true when that
-  /// happened and every live peer said goodbye too. The owner keeps polling
+  /// happened and every live peer said goodbye too, or sent nothing for
+  /// close_quiet (its goodbye may have been lost after it left). The owner keeps polling
   /// meanwhile, so peers' resends are still acknowledged: a channel that
   /// vanished with data in flight would make its peers time out.
   bool close_step();
@@ -110,6 +116,7 @@ class DatagramP2p final : public P2pChannel {
     bool ack_due = false;
     Nanos last_ack_sent{-1};
     bool said_bye = false;  // it is closing: it needs nothing more from us
+    Nanos last_heard{0};    // its last valid datagram to us
   };
 
   void on_datagram(const RecvView& v, Nanos now);

@@ -207,5 +207,32 @@ TEST(Rdgram, BackPressureInsteadOfUnboundedQueues) {
   EXPECT_LT(accepted, 100);
 }
 
+TEST(Rdgram, ClosingEndsWhenThePeersLastGoodbyeIsLost) {
+  Cluster c(2);
+  all_to_all(c, 3);
+  std::array<P2pEvent, 4> ev;
+  auto drain = [&](uint32_t r) {
+    while (c.ch[r]->poll(ev) != 0) {
+    }
+  };
+  EXPECT_FALSE(c.ch[0]->close_step());  // says goodbye; rank 1 has not yet
+  drain(1);
+  c.net->cut[0] = true;  // rank 1's goodbye is lost, and rank 1 leaves
+  EXPECT_TRUE(c.ch[1]->close_step());
+  const Nanos heard = c.now;
+  bool done = false;
+  while (!done && c.now - heard < std::chrono::seconds(5)) {
+    c.now += std::chrono::milliseconds(1);
+    drain(0);
+    done = c.ch[0]->close_step();
+    // Not before the quiet period: rank 1 might still have had data to resend.
+    if (c.now - heard < RdgramConfig{}.close_quiet) {
+      ASSERT_FALSE(done) << "left after " << (c.now - heard).count() << " ns";
+    }
+  }
+  EXPECT_TRUE(done);
+  EXPECT_LE(c.now - heard, RdgramConfig{}.close_quiet + std::chrono::milliseconds(2));
+}
+
 }  // namespace
 }  // namespace ibbcast
