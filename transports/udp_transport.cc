@@ -1,4 +1,3 @@
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,26 +8,14 @@
 
 #include "transports/udp.h"
 #include "transports/udp_socket.h"
+#include "transports/wait_set.h"
 
 namespace ibbcast::udp {
 namespace {
 
-// What the transport shares with its channels: the epoll set they register in.
-struct Waiter {
-  int epfd = -1;
-  P2pChannel* p2p = nullptr;
-  void add(int fd) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    ::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
-  }
-  void remove(int fd) { ::epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nullptr); }
-};
-
 class McastSocket final : public McastChannel {
  public:
-  McastSocket(int fd, GroupAddress group, uint32_t max_datagram, std::shared_ptr<Waiter> w)
+  McastSocket(int fd, GroupAddress group, uint32_t max_datagram, std::shared_ptr<WaitSet> w)
       : fd_(fd),
         group_(std::move(group)),
         max_datagram_(max_datagram),
@@ -109,33 +96,7 @@ class McastSocket final : public McastChannel {
   std::size_t slot_size_;
   std::vector<std::byte> buffers_;
   unsigned in_use_ = 0;
-  std::shared_ptr<Waiter> waiter_;
-};
-
-// Wraps the reliable channel so the transport can arm it and unregister it.
-class P2pHandle final : public P2pChannel {
- public:
-  P2pHandle(std::unique_ptr<P2pChannel> inner, std::shared_ptr<Waiter> w)
-      : inner_(std::move(inner)), waiter_(std::move(w)) {
-    if (inner_->event_fd() >= 0) waiter_->add(inner_->event_fd());
-    waiter_->p2p = inner_.get();
-  }
-  ~P2pHandle() override {
-    if (inner_->event_fd() >= 0) waiter_->remove(inner_->event_fd());
-    waiter_->p2p = nullptr;
-  }
-  Result<bool> send(uint32_t peer, const Gather& f, uint64_t token) override {
-    return inner_->send(peer, f, token);
-  }
-  std::size_t poll(std::span<P2pEvent> out) override { return inner_->poll(out); }
-  void release(const RecvView& v) override { inner_->release(v); }
-  int event_fd() const override { return inner_->event_fd(); }
-  Status arm() override { return inner_->arm(); }
-  void hand_off() override { inner_->hand_off(); }
-
- private:
-  std::unique_ptr<P2pChannel> inner_;
-  std::shared_ptr<Waiter> waiter_;
+  std::shared_ptr<WaitSet> waiter_;
 };
 
 class UdpTransport final : public Transport {
@@ -144,8 +105,7 @@ class UdpTransport final : public Transport {
       : cfg_(cfg),
         iface_(iface),
         p2p_factory_(std::move(p2p)),
-        waiter_(std::make_shared<Waiter>()) {
-    waiter_->epfd = ::epoll_create1(EPOLL_CLOEXEC);
+        waiter_(std::make_shared<WaitSet>()) {
     const bool v6 = cfg_.family == "ipv6";
     const uint32_t headers = v6 ? 48 : 28;  // IP + UDP: stay below the MTU, never fragment
     uint32_t max = iface_.mtu > headers ? iface_.mtu - headers : 0;
@@ -156,7 +116,6 @@ class UdpTransport final : public Transport {
     caps_.max_message = 1 << 20;
     caps_.native_multicast = true;
   }
-  ~UdpTransport() override { ::close(waiter_->epfd); }
 
   const Capabilities& capabilities() const override { return caps_; }
   Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
@@ -181,16 +140,16 @@ class UdpTransport final : public Transport {
       return make_error(Errc::kUnsupported, "udp transport has no reliable channel");
     auto ch = p2p_factory_();
     if (!ch) return ch.status();
-    return std::unique_ptr<P2pChannel>(new P2pHandle(std::move(*ch), waiter_));
+    return watch_p2p(std::move(*ch), waiter_);
   }
-  int event_fd() const override { return waiter_->epfd; }
-  Status arm() override { return waiter_->p2p ? waiter_->p2p->arm() : Status::ok(); }
+  int event_fd() const override { return waiter_->fd(); }
+  Status arm() override { return waiter_->arm_p2p(); }
 
  private:
   UdpConfig cfg_;
   Interface iface_;
   P2pFactory p2p_factory_;
-  std::shared_ptr<Waiter> waiter_;
+  std::shared_ptr<WaitSet> waiter_;
   Capabilities caps_;
 };
 
