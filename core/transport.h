@@ -121,6 +121,12 @@ class MemoryRegion {
   std::function<void()> deregister_;
 };
 
+/// A backend's own counter ("send_copies", "rx_overflow"), for statistics.
+struct TransportCounter {
+  std::string name;
+  uint64_t value = 0;
+};
+
 /// One rank's endpoint on a fabric.
 class Transport {
  public:
@@ -147,6 +153,10 @@ class Transport {
   virtual Status arm() { return Status::ok(); }
   /// How long a waiting rank sleeps between polls when event_fd is -1.
   virtual Nanos idle_sleep() const { return std::chrono::microseconds(50); }
+  /// The backend's counters since it was created (all its groups, open or
+  /// closed): what the engine cannot see, such as frames dropped by software
+  /// filters or copies made on the send path.
+  virtual std::vector<TransportCounter> counters() const { return {}; }
 };
 
 /// Out-of-band collective helpers for setup (PMIx, MPI, or in-process).

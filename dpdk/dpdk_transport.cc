@@ -83,6 +83,13 @@ class DpdkTransport final : public Transport {
     return open_frames_channel(*port_, *boot_, caps_.max_datagram, cfg_);
   }
   Nanos idle_sleep() const override { return std::chrono::microseconds(cfg_.idle_sleep_us); }
+  std::vector<TransportCounter> counters() const override {
+    // The port is shared by the process's transports: these are its totals.
+    const PortStats s = port_->stats();
+    return {{"port_rx_frames", s.rx_frames},       {"port_rx_foreign", s.rx_foreign},
+            {"port_rx_unmatched", s.rx_unmatched}, {"port_rx_overflow", s.rx_overflow},
+            {"port_tx_frames", s.tx_frames},       {"port_tx_full", s.tx_full}};
+  }
 
  private:
   DpdkConfig cfg_;

@@ -104,6 +104,7 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
   for (const auto& g : groups)
     sum += g->stats();
   fill_stats(report, sum);
+  fill_counters(report, *t);
   report.foreign = sum.rejected[static_cast<std::size_t>(Reject::kForeignSession)];
   return Status::ok();
 }

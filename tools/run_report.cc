@@ -15,6 +15,14 @@ void fill_stats(RankReport& r, const GroupStats& s) {
   r.messages_late = s.messages_late;
 }
 
+void fill_counters(RankReport& r, const Transport& t) {
+  std::string text;
+  for (const auto& c : t.counters()) {
+    if (c.value != 0) text += (text.empty() ? "" : " ") + c.name + "=" + std::to_string(c.value);
+  }
+  std::snprintf(r.counters, sizeof r.counters, "%s", text.c_str());
+}
+
 Status gather_reports(Bootstrap& boot, const RankReport& mine, std::vector<RankReport>& all) {
   all.resize(boot.size());
   return boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
@@ -53,6 +61,10 @@ void print_reports(const Args& args, const std::vector<RankReport>& all) {
       static_cast<unsigned long long>(sent), static_cast<unsigned long long>(rx),
       static_cast<unsigned long long>(useful), static_cast<unsigned long long>(rejected),
       static_cast<unsigned long long>(foreign), static_cast<unsigned long long>(repaired));
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r].counters[0] != '\0')
+      std::printf("rank %zu %s: %s\n", r, transport.c_str(), all[r].counters);
+  }
   std::printf("%s: %s\n", bad == 0 ? "PASS" : "FAIL",
               bad == 0 ? "every rank holds the root's bytes after every broadcast"
                        : "some ranks failed (see result column)");

@@ -21,9 +21,11 @@ struct RankReport {
   uint64_t datagrams_duplicate = 0, rejected = 0, repaired = 0, messages_late = 0;
   uint64_t foreign = 0;  ///< datagrams of another group on the same address
   char error[160] = {};
+  char counters[240] = {};  ///< the transport's counters, "name=value ..." (nonzero ones)
 };
 
 void fill_stats(RankReport& r, const GroupStats& s);
+void fill_counters(RankReport& r, const Transport& t);
 Status gather_reports(Bootstrap& boot, const RankReport& mine, std::vector<RankReport>& all);
 void print_reports(const Args& args, const std::vector<RankReport>& all);
 

@@ -184,6 +184,8 @@ class FaultyTransport final : public Transport {
     if (s_->spec.delay.count() > 0) return make_error(Errc::kAgain, "delayed datagrams");
     return inner_->arm();
   }
+  Nanos idle_sleep() const override { return inner_->idle_sleep(); }
+  std::vector<TransportCounter> counters() const override { return inner_->counters(); }
 
  private:
   std::unique_ptr<Transport> inner_;
