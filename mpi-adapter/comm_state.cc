@@ -96,7 +96,7 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
   }
   s->boot_ = std::move(*boot);
   MpiBootstrap& b = *s->boot_;
-  auto t = make_fabric_transport("udp", {settings().udp.value(), {}}, b);
+  auto t = make_fabric_transport("udp", {settings().udp.value(), {}, {}}, b);
   if (t) s->transport_ = std::move(*t);
   if (!all_ok(b, t.status(), &s->reason_)) return s;
   auto g = Group::create(*s->transport_, b, settings().engine.value());

@@ -11,6 +11,8 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
   IBBCAST_RETURN_IF_ERROR(a.engine.load_env());
   IBBCAST_RETURN_IF_ERROR(a.udp.load_env());
   IBBCAST_RETURN_IF_ERROR(a.dpdk.load_env());
+  IBBCAST_RETURN_IF_ERROR(a.verbs.load_env());
+  IBBCAST_RETURN_IF_ERROR(a.bootstrap.load_env());
   IBBCAST_RETURN_IF_ERROR(a.mpi.load_env());
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -43,6 +45,10 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
       IBBCAST_RETURN_IF_ERROR(a.udp.set(key, value, ConfigOrigin::kFlag));
     } else if (a.dpdk.has(key)) {
       IBBCAST_RETURN_IF_ERROR(a.dpdk.set(key, value, ConfigOrigin::kFlag));
+    } else if (a.verbs.has(key)) {
+      IBBCAST_RETURN_IF_ERROR(a.verbs.set(key, value, ConfigOrigin::kFlag));
+    } else if (a.bootstrap.has(key)) {
+      IBBCAST_RETURN_IF_ERROR(a.bootstrap.set(key, value, ConfigOrigin::kFlag));
     } else {
       return make_error(Errc::kInvalidArgument, "unknown option --" + key);
     }
@@ -55,6 +61,10 @@ std::vector<ConfigRow> Args::rows() const {
   for (auto& row : udp.rows())
     r.push_back(std::move(row));
   for (auto& row : dpdk.rows())
+    r.push_back(std::move(row));
+  for (auto& row : verbs.rows())
+    r.push_back(std::move(row));
+  for (auto& row : bootstrap.rows())
     r.push_back(std::move(row));
   for (auto& row : mpi.rows())
     r.push_back(std::move(row));

@@ -12,8 +12,10 @@
 #include "core/status.h"
 #include "dpdk/dpdk_config.h"
 #include "mpi-adapter/adapter_config.h"
+#include "transports/bootstrap_config.h"
 #include "transports/factory.h"
 #include "transports/udp_config.h"
+#include "verbs/verbs_config.h"
 
 namespace ibbcast::tool {
 
@@ -21,6 +23,8 @@ struct Args {
   Config<EngineConfig> engine{"engine", engine_config_table()};
   Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
   Config<dpdk::DpdkConfig> dpdk{"dpdk", dpdk::dpdk_config_table()};
+  Config<verbs::VerbsConfig> verbs{"verbs", verbs::verbs_config_table()};
+  Config<BootstrapConfig> bootstrap{"bootstrap", bootstrap_config_table()};
   /// Listed by `info --config`; the tools themselves do not use it.
   Config<mpi::AdapterConfig> mpi{"mpi", mpi::adapter_config_table()};
   std::map<std::string, std::string> options;  ///< the subcommand's own --key value
@@ -29,7 +33,7 @@ struct Args {
   /// Every layer's rows, for `info --config` and docs/config.md.
   std::vector<ConfigRow> rows() const;
   /// The fabric layers' values, for make_fabric_transport.
-  FabricConfigs fabric() const { return {udp.value(), dpdk.value()}; }
+  FabricConfigs fabric() const { return {udp.value(), dpdk.value(), verbs.value()}; }
 };
 
 /// Parses argv after the subcommand. `known` lists the subcommand's own

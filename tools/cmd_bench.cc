@@ -15,9 +15,9 @@
 #include "tools/bench_util.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "transports/bootstrap_select.h"
 #include "transports/factory.h"
 #include "transports/netns.h"
-#include "transports/pmix_bootstrap.h"
 #include "transports/ucx_channel.h"
 
 namespace ibbcast::tool {
@@ -103,7 +103,7 @@ int cmd_bench(int argc, char** argv) {
     std::fprintf(stderr, "ibbcast bench: %s\n", args.status().to_string().c_str());
     return 2;
   }
-  auto boot = pmix::Bootstrap::create();
+  auto boot = make_bootstrap(args->bootstrap.value());
   if (!boot) {
     std::fprintf(stderr, "ibbcast bench: %s\n", boot.status().to_string().c_str());
     return 2;

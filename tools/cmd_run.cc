@@ -13,11 +13,11 @@
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/run_report.h"
+#include "transports/bootstrap_select.h"
 #include "transports/factory.h"
 #include "transports/fault.h"
 #include "transports/local_ranks.h"
 #include "transports/netns.h"
-#include "transports/pmix_bootstrap.h"
 
 namespace ibbcast::tool {
 namespace {
@@ -118,11 +118,9 @@ int cmd_run(int argc, char** argv) {
     std::fprintf(stderr, "ibbcast run: %s\n", args.status().to_string().c_str());
     return 2;
   }
-  auto boot = pmix::Bootstrap::create();
+  auto boot = make_bootstrap(args->bootstrap.value());
   if (!boot) {
-    std::fprintf(stderr,
-                 "ibbcast run: %s\n(start it with mpirun or srun, e.g. "
-                 "mpirun -np 8 ibbcast run)\n",
+    std::fprintf(stderr, "ibbcast run: %s\n(e.g. mpirun -np 8 ibbcast run)\n",
                  boot.status().to_string().c_str());
     return 2;
   }

@@ -8,6 +8,9 @@
 #if IBBCAST_HAVE_DPDK
 #include "dpdk/dpdk.h"
 #endif
+#if IBBCAST_HAVE_VERBS
+#include "verbs/verbs.h"
+#endif
 
 namespace ibbcast {
 namespace {
@@ -34,6 +37,9 @@ std::vector<std::string> fabric_transport_names() {
 #if IBBCAST_HAVE_DPDK
   names.push_back("dpdk");
 #endif
+#if IBBCAST_HAVE_VERBS
+  names.push_back("verbs");
+#endif
   return names;
 }
 
@@ -46,6 +52,9 @@ Result<std::unique_ptr<Transport>> make_fabric_transport(const std::string& name
     if (cfg.dpdk.reliable == "ucx") return dpdk::make_transport(cfg.dpdk, ucx_factory(boot));
     return dpdk::make_transport(cfg.dpdk, nullptr, &boot);
   }
+#endif
+#if IBBCAST_HAVE_VERBS
+  if (name == "verbs") return verbs::make_transport(cfg.verbs, ucx_factory(boot));
 #endif
   std::string known;
   for (const auto& n : fabric_transport_names())

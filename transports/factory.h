@@ -10,19 +10,21 @@
 #include "core/transport.h"
 #include "dpdk/dpdk_config.h"
 #include "transports/udp_config.h"
+#include "verbs/verbs_config.h"
 
 namespace ibbcast {
 
 struct FabricConfigs {
   udp::UdpConfig udp;
   dpdk::DpdkConfig dpdk;
+  verbs::VerbsConfig verbs;
 };
 
-/// The names make_fabric_transport knows in this build ("udp", "dpdk").
+/// The names make_fabric_transport knows in this build ("udp", "dpdk", "verbs").
 std::vector<std::string> fabric_transport_names();
 
-/// "udp" or "dpdk" with a UCX channel opened collectively over `boot`, which
-/// must outlive the transport. Errors say what this build or machine lacks.
+/// "udp", "dpdk" or "verbs" with a reliable channel (UCX, or dpdk's frames) opened collectively
+/// over `boot`, which must outlive the transport. Errors say what this build or machine lacks.
 Result<std::unique_ptr<Transport>> make_fabric_transport(const std::string& name,
                                                          const FabricConfigs& cfg, Bootstrap& boot);
 

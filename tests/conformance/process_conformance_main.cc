@@ -12,9 +12,9 @@
 
 #include "core/env.h"
 #include "tests/conformance/contract.h"
+#include "transports/bootstrap_select.h"
 #include "transports/factory.h"
 #include "transports/netns.h"
-#include "transports/pmix_bootstrap.h"
 
 namespace ibbcast::conformance {
 namespace {
@@ -24,11 +24,13 @@ Bootstrap* g_boot = nullptr;
 void run_check(Status (*check)(Transport&, Bootstrap&)) {
   Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
   Config<dpdk::DpdkConfig> dpdk{"dpdk", dpdk::dpdk_config_table()};
+  Config<verbs::VerbsConfig> verbs{"verbs", verbs::verbs_config_table()};
   ASSERT_TRUE(udp.load_env().is_ok());
   ASSERT_TRUE(dpdk.load_env().is_ok());
+  ASSERT_TRUE(verbs.load_env().is_ok());
   Bootstrap& boot = *g_boot;
   const std::string name = process_env("IBBCAST_TRANSPORT").value_or("udp");
-  auto t = make_fabric_transport(name, {udp.value(), dpdk.value()}, boot);
+  auto t = make_fabric_transport(name, {udp.value(), dpdk.value(), verbs.value()}, boot);
   ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   // No skips here: a backend feature the contract needs is a failure.
   Status st = check(**t, boot);
@@ -61,10 +63,14 @@ TEST(ProcessConformance, LargeBroadcastThenForeignCollective) {
 int main(int argc, char** argv) {
   using namespace ibbcast;  // NOLINT: main only
   ::testing::InitGoogleTest(&argc, argv);
-  auto boot = pmix::Bootstrap::create();
+  Config<BootstrapConfig> boot_cfg{"bootstrap", bootstrap_config_table()};
+  if (Status st = boot_cfg.load_env(); !st) {
+    std::fprintf(stderr, "process conformance: %s\n", st.to_string().c_str());
+    return 2;
+  }
+  auto boot = make_bootstrap(boot_cfg.value());
   if (!boot) {
-    std::fprintf(stderr, "process conformance: %s (start it under mpirun)\n",
-                 boot.status().to_string().c_str());
+    std::fprintf(stderr, "process conformance: %s\n", boot.status().to_string().c_str());
     return 2;
   }
   if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {

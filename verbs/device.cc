@@ -1,0 +1,237 @@
+#include "verbs/device.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace ibbcast::verbs {
+namespace {
+
+std::string errno_text(const char* call) {
+  return std::string(call) + ": " + std::strerror(errno);
+}
+
+// The interface's address: IPv4 first (RoCE v2 and IPoIB joins map IPv4
+// groups), then a global IPv6 one.
+Result<sockaddr_storage> address_of(const std::string& netdev) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return make_error(Errc::kDeviceLost, errno_text("getifaddrs"));
+  sockaddr_storage found{};
+  int best = 0;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || netdev != a->ifa_name) continue;
+    if (a->ifa_addr->sa_family == AF_INET && best < 2) {
+      std::memcpy(&found, a->ifa_addr, sizeof(sockaddr_in));
+      best = 2;
+    } else if (a->ifa_addr->sa_family == AF_INET6 && best < 1) {
+      const auto* s6 = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+      if (IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr)) continue;
+      std::memcpy(&found, a->ifa_addr, sizeof(sockaddr_in6));
+      best = 1;
+    }
+  }
+  ::freeifaddrs(list);
+  if (best == 0) {
+    return make_error(Errc::kUnsupported,
+                      "interface '" + netdev +
+                          "' has no usable IP address: the multicast join binds to one "
+                          "(ip addr add ... dev " +
+                          netdev + ")");
+  }
+  return found;
+}
+
+// The first device (in ibv_get_device_list order) with an active port that
+// has an IP interface.
+std::string first_active_device(uint32_t port) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  std::string name;
+  for (int i = 0; list != nullptr && i < n && name.empty(); ++i) {
+    ibv_context* ctx = ibv_open_device(list[i]);
+    if (ctx == nullptr) continue;
+    ibv_port_attr attr{};
+    if (ibv_query_port(ctx, static_cast<uint8_t>(port), &attr) == 0 &&
+        attr.state == IBV_PORT_ACTIVE && !netdev_of(ibv_get_device_name(list[i]), port).empty()) {
+      name = ibv_get_device_name(list[i]);
+    }
+    ibv_close_device(ctx);
+  }
+  if (list != nullptr) ibv_free_device_list(list);
+  return name;
+}
+
+const char* port_state_name(ibv_port_state s) {
+  return ibv_port_state_str(s);
+}
+
+}  // namespace
+
+std::string netdev_of(const std::string& device, uint32_t port) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path("/sys/class/infiniband") / device / "ports" / std::to_string(port) /
+                       "gid_attrs/ndevs";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::ifstream in(entry.path());
+    std::string name;
+    // Unpopulated GID entries fail to read (EINVAL): skip them.
+    if (in >> name && !name.empty()) return name;
+  }
+  return "";
+}
+
+std::vector<std::string> describe_devices(bool* any_active) {
+  *any_active = false;
+  std::vector<std::string> lines;
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  for (int i = 0; list != nullptr && i < n; ++i) {
+    const std::string name = ibv_get_device_name(list[i]);
+    ibv_context* ctx = ibv_open_device(list[i]);
+    ibv_device_attr da{};
+    if (ctx == nullptr || ibv_query_device(ctx, &da) != 0) {
+      lines.push_back(name + ": cannot open (" + std::strerror(errno) + ")");
+      if (ctx != nullptr) ibv_close_device(ctx);
+      continue;
+    }
+    for (uint8_t p = 1; p <= da.phys_port_cnt; ++p) {
+      ibv_port_attr pa{};
+      if (ibv_query_port(ctx, p, &pa) != 0) continue;
+      const bool active = pa.state == IBV_PORT_ACTIVE;
+      *any_active |= active;
+      const std::string netdev = netdev_of(name, p);
+      lines.push_back(name + " port " + std::to_string(p) + ": " + port_state_name(pa.state) +
+                      ", " + (pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand") +
+                      ", MTU " + std::to_string(128u << static_cast<unsigned>(pa.active_mtu)) +
+                      ", netdev " + (netdev.empty() ? "-" : netdev) + ", multicast groups " +
+                      std::to_string(da.max_mcast_grp) + " x " +
+                      std::to_string(da.max_mcast_qp_attach) + " QPs");
+    }
+    ibv_close_device(ctx);
+  }
+  if (list != nullptr) ibv_free_device_list(list);
+  return lines;
+}
+
+std::string explain_missing_device(const std::string& wanted) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  std::string names;
+  for (int i = 0; list != nullptr && i < n; ++i) {
+    names += (names.empty() ? "" : ", ") + std::string(ibv_get_device_name(list[i]));
+  }
+  if (list != nullptr) ibv_free_device_list(list);
+  if (n > 0) {
+    return wanted.empty()
+               ? "no RDMA device has an active port with an IP interface (have: " + names +
+                     "; see ibv_devinfo)"
+               : "no RDMA device '" + wanted + "' (have: " + names + ")";
+  }
+  if (std::filesystem::exists("/sys/module/rdma_rxe")) {
+    return "rdma_rxe is loaded but no Soft-RoCE link exists: rdma link add rxe0 type rxe netdev "
+           "<interface>";
+  }
+  if (!std::filesystem::exists("/dev/infiniband")) {
+    return "no RDMA device and no /dev/infiniband: load the NIC's RDMA driver and ib_uverbs, or "
+           "for Soft-RoCE: modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <interface>";
+  }
+  return "no RDMA device (ibv_devices lists none): load the NIC's driver, or rdma_rxe for "
+         "Soft-RoCE";
+}
+
+Result<std::shared_ptr<Device>> Device::open(const VerbsConfig& cfg) {
+  std::shared_ptr<Device> d(new Device(cfg));
+  Status st = d->init();
+  if (!st) return st;
+  return d;
+}
+
+Status Device::init() {
+  netdev_ = cfg_.netdev;
+  std::string wanted = cfg_.device;
+  if (netdev_.empty()) {
+    if (wanted.empty()) wanted = first_active_device(cfg_.port);
+    if (wanted.empty()) return make_error(Errc::kUnsupported, explain_missing_device(""));
+    netdev_ = netdev_of(wanted, cfg_.port);
+    if (netdev_.empty()) {
+      return make_error(Errc::kUnsupported, explain_missing_device(wanted) +
+                                                " — or set verbs_netdev to its IP interface");
+    }
+  }
+  auto local = address_of(netdev_);
+  if (!local) return local.status();
+  local_ = *local;
+
+  events_ = rdma_create_event_channel();
+  if (events_ == nullptr) {
+    return make_error(Errc::kUnsupported, errno_text("rdma_create_event_channel") +
+                                              " (is rdma_ucm loaded? " +
+                                              explain_missing_device(cfg_.device) + ")");
+  }
+  if (rdma_create_id(events_, &anchor_, nullptr, RDMA_PS_UDP) != 0) {
+    return make_error(Errc::kUnsupported, errno_text("rdma_create_id"));
+  }
+  if (rdma_bind_addr(anchor_, reinterpret_cast<sockaddr*>(&local_)) != 0 ||
+      anchor_->verbs == nullptr) {
+    return make_error(Errc::kUnsupported, "no RDMA device behind interface '" + netdev_ + "' (" +
+                                              errno_text("rdma_bind_addr") + "); " +
+                                              explain_missing_device(cfg_.device));
+  }
+  name_ = ibv_get_device_name(anchor_->verbs->device);
+  if (!cfg_.device.empty() && cfg_.device != name_) {
+    return make_error(Errc::kMismatch, "interface '" + netdev_ + "' belongs to device " + name_ +
+                                           ", not verbs_device=" + cfg_.device);
+  }
+  port_ = anchor_->port_num;
+  ibv_port_attr pa{};
+  if (ibv_query_port(context(), port_, &pa) != 0) {
+    return make_error(Errc::kDeviceLost, errno_text("ibv_query_port"));
+  }
+  if (pa.state != IBV_PORT_ACTIVE) {
+    return make_error(Errc::kDeviceLost, "port " + std::to_string(port_) + " of " + name_ + " is " +
+                                             port_state_name(pa.state) +
+                                             ", not ACTIVE (cable, subnet manager, or link down)");
+  }
+  mtu_ = 128u << static_cast<unsigned>(pa.active_mtu);
+  ethernet_ = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+  ibv_device_attr da{};
+  if (ibv_query_device(context(), &da) != 0) {
+    return make_error(Errc::kDeviceLost, errno_text("ibv_query_device"));
+  }
+  max_qp_wr_ = static_cast<uint32_t>(da.max_qp_wr);
+  max_cqe_ = static_cast<uint32_t>(da.max_cqe);
+  pd_ = ibv_alloc_pd(context());
+  if (pd_ == nullptr) return make_error(Errc::kNoResource, errno_text("ibv_alloc_pd"));
+  return Status::ok();
+}
+
+Device::~Device() {
+  if (pd_ != nullptr) ibv_dealloc_pd(pd_);
+  if (anchor_ != nullptr) rdma_destroy_id(anchor_);
+  if (events_ != nullptr) rdma_destroy_event_channel(events_);
+}
+
+Result<ibv_mr*> Device::register_local(void* addr, std::size_t len, int access) const {
+  ibv_mr* mr = ibv_reg_mr(pd_, addr, len, access);
+  if (mr != nullptr) return mr;
+  const int e = errno;
+  std::string msg = "ibv_reg_mr of " + std::to_string(len) + " bytes: " + std::strerror(e);
+  rlimit lim{};
+  if ((e == ENOMEM || e == EPERM || e == EAGAIN) && ::getrlimit(RLIMIT_MEMLOCK, &lim) == 0 &&
+      lim.rlim_cur != RLIM_INFINITY) {
+    msg += "; the memlock limit is " + std::to_string(lim.rlim_cur / 1024) +
+           " KiB: raise it (ulimit -l unlimited, memlock in /etc/security/limits.conf, "
+           "LimitMEMLOCK=infinity for a systemd service)";
+  }
+  return make_error(Errc::kNoResource, msg);
+}
+
+}  // namespace ibbcast::verbs

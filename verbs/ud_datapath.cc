@@ -1,0 +1,188 @@
+// The UD channel's datapath: sends (inline or one copy into a slot), polled
+// receives lent to the engine until released, and completion-channel arming.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "verbs/ud_channel.h"
+
+namespace ibbcast::verbs {
+
+Status UdChannel::post_receives(const uint64_t* slots, std::size_t n) {
+  constexpr std::size_t kBatch = 32;
+  ibv_recv_wr wrs[kBatch];
+  ibv_sge sges[kBatch][2];
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t k = std::min(kBatch, n - done);
+    for (std::size_t i = 0; i < k; ++i) {
+      const uint64_t s = slots[done + i];
+      sges[i][0] = {reinterpret_cast<uintptr_t>(grh(s)), kGrh, mr_->lkey};
+      sges[i][1] = {reinterpret_cast<uintptr_t>(payload(s)), mtu_, mr_->lkey};
+      wrs[i] = {};
+      wrs[i].wr_id = s;
+      wrs[i].sg_list = sges[i];
+      wrs[i].num_sge = 2;
+      wrs[i].next = i + 1 < k ? &wrs[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    if (ibv_post_recv(qp_, wrs, &bad) != 0) {
+      return make_error(Errc::kDeviceLost, std::string("ibv_post_recv: ") + std::strerror(errno));
+    }
+    done += k;
+  }
+  return Status::ok();
+}
+
+void UdChannel::reap_sends() {
+  ibv_wc wc[16];
+  int n;
+  while ((n = ibv_poll_cq(send_cq_, 16, wc)) > 0) {
+    for (int i = 0; i < n; ++i) {
+      // Completions come in posting order; a signaled one retires every
+      // unsignaled send before it.
+      completed_ = std::max(completed_, wc[i].wr_id + 1);
+      if (wc[i].status != IBV_WC_SUCCESS && send_failure_.empty()) {
+        send_failure_ = ibv_wc_status_str(wc[i].status);
+      }
+    }
+  }
+}
+
+Status UdChannel::send(const Gather& frame) {
+  const std::size_t size = frame.size();
+  if (size > mtu_) {
+    return make_error(Errc::kInvalidArgument, "datagram of " + std::to_string(size) +
+                                                  " bytes exceeds the port MTU " +
+                                                  std::to_string(mtu_));
+  }
+  if (posted_ - completed_ + signal_every_ >= send_depth_) reap_sends();
+  if (!send_failure_.empty()) {
+    return make_error(Errc::kDeviceLost, "multicast send failed: " + send_failure_);
+  }
+  if (posted_ - completed_ >= send_depth_) return make_error(Errc::kAgain, "");
+
+  ibv_sge sge[3];
+  int nsge = 0;
+  ibv_send_wr wr{};
+  if (size <= inline_cap_) {
+    // Inline: the NIC copies the bytes at post time, straight from the parts.
+    for (const auto& part : frame.parts) {
+      if (part.empty()) continue;
+      sge[nsge++] = {reinterpret_cast<uintptr_t>(part.data()), static_cast<uint32_t>(part.size()),
+                     0};
+    }
+    wr.send_flags = IBV_SEND_INLINE;
+    ++counters_.sent_inline;
+  } else {
+    std::byte* slot = send_slot(posted_ % send_depth_);
+    std::size_t at = 0;
+    for (const auto& part : frame.parts) {
+      if (part.empty()) continue;
+      std::memcpy(slot + at, part.data(), part.size());
+      at += part.size();
+    }
+    sge[nsge++] = {reinterpret_cast<uintptr_t>(slot), static_cast<uint32_t>(size), mr_->lkey};
+    ++counters_.send_copies;
+  }
+  wr.wr_id = posted_;
+  wr.sg_list = sge;
+  wr.num_sge = nsge;
+  wr.opcode = IBV_WR_SEND;
+  if (posted_ % signal_every_ == signal_every_ - 1) wr.send_flags |= IBV_SEND_SIGNALED;
+  wr.wr.ud.ah = ah_;
+  wr.wr.ud.remote_qpn = 0xFFFFFF;  // the multicast QPN
+  wr.wr.ud.remote_qkey = member_->qkey();
+  ibv_send_wr* bad = nullptr;
+  if (ibv_post_send(qp_, &wr, &bad) != 0) {
+    if (errno == ENOMEM) return make_error(Errc::kAgain, "");
+    return make_error(Errc::kDeviceLost, std::string("ibv_post_send: ") + std::strerror(errno));
+  }
+  ++posted_;
+  ++counters_.sent;
+  return Status::ok();
+}
+
+bool UdChannel::from_self(const ibv_wc& wc) const {
+  if (wc.src_qp != qp_->qp_num) return false;
+  // QP numbers are per device: compare the source address too. RoCE v2 over
+  // IPv4 puts the IPv4 header in the last 20 bytes of the GRH area.
+  const auto* g = const_cast<UdChannel*>(this)->grh(wc.wr_id);
+  static constexpr uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(own_gid_.raw, kV4Mapped, 12) == 0) {
+    return std::memcmp(g + 32, own_gid_.raw + 12, 4) == 0;
+  }
+  return std::memcmp(g + 8, own_gid_.raw, 16) == 0;
+}
+
+std::size_t UdChannel::poll(std::span<RecvView> out) {
+  if (lent_ != 0 || out.empty()) return 0;  // the driver releases a batch before the next
+  constexpr std::size_t kMax = 32;
+  ibv_wc wc[kMax];
+  const std::size_t want = std::min(out.size(), kMax);
+  std::size_t n = std::min(stash_.size(), want);
+  std::copy_n(stash_.begin(), n, wc);
+  stash_.erase(stash_.begin(), stash_.begin() + static_cast<std::ptrdiff_t>(n));
+  if (n < want) {
+    const int got = ibv_poll_cq(recv_cq_, static_cast<int>(want - n), wc + n);
+    if (got > 0) n += static_cast<std::size_t>(got);
+  }
+  uint64_t again[kMax];
+  std::size_t nagain = 0, k = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (wc[i].status != IBV_WC_SUCCESS) {
+      ++counters_.recv_errors;
+      again[nagain++] = wc[i].wr_id;
+    } else if (wc[i].byte_len < kGrh) {
+      ++counters_.malformed;
+      again[nagain++] = wc[i].wr_id;
+    } else if (from_self(wc[i])) {
+      ++counters_.self_dropped;
+      again[nagain++] = wc[i].wr_id;
+    } else {
+      ++counters_.received;
+      out[k++] = RecvView{std::span<const std::byte>(payload(wc[i].wr_id), wc[i].byte_len - kGrh),
+                          0, wc[i].wr_id};
+    }
+  }
+  if (nagain != 0) (void)post_receives(again, nagain);
+  lent_ = k;
+  return k;
+}
+
+void UdChannel::release(std::span<const RecvView> views) {
+  uint64_t slots[32];
+  std::size_t n = 0;
+  for (const auto& v : views) {
+    slots[n++] = v.handle;
+    if (n == 32) {
+      (void)post_receives(slots, n);
+      n = 0;
+    }
+  }
+  if (n != 0) (void)post_receives(slots, n);
+  lent_ -= std::min(lent_, views.size());
+}
+
+Status UdChannel::arm() {
+  ibv_cq* cq = nullptr;
+  void* ctx = nullptr;
+  while (ibv_get_cq_event(comp_, &cq, &ctx) == 0) {
+    // Acknowledge in bulk: each ack takes a lock in the library.
+    if (++unacked_events_ >= 64) {
+      ibv_ack_cq_events(recv_cq_, unacked_events_);
+      unacked_events_ = 0;
+    }
+  }
+  if (!stash_.empty()) return make_error(Errc::kAgain, "");
+  if (ibv_req_notify_cq(recv_cq_, 0) != 0) {
+    return make_error(Errc::kDeviceLost, std::string("ibv_req_notify_cq: ") + std::strerror(errno));
+  }
+  // A completion that arrived before the request raises no event: look once.
+  ibv_wc wc[32];
+  const int n = ibv_poll_cq(recv_cq_, 32, wc);
+  if (n <= 0) return Status::ok();
+  stash_.insert(stash_.end(), wc, wc + n);
+  return make_error(Errc::kAgain, "");
+}
+
+}  // namespace ibbcast::verbs

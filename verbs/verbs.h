@@ -1,0 +1,22 @@
+#pragma once
+// The verbs backend: InfiniBand / RoCE UD multicast for stage 1 (one UD QP
+// per group, joined through librdmacm), any reliable channel for stage 2
+// (UCX today, which runs over the same device where it can). One epoll set
+// covers every group's completion channel and the reliable channel's fd, so
+// a waiting rank sleeps.
+
+#include <functional>
+#include <memory>
+
+#include "core/transport.h"
+#include "verbs/verbs_config.h"
+
+namespace ibbcast::verbs {
+
+using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
+
+/// Opens the device and port `cfg` names (see device.h). kUnsupported, with
+/// what to do, when the machine has no usable RDMA device.
+Result<std::unique_ptr<Transport>> make_transport(const VerbsConfig& cfg, P2pFactory p2p);
+
+}  // namespace ibbcast::verbs

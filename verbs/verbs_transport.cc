@@ -1,0 +1,127 @@
+#include <algorithm>
+
+#include "transports/wait_set.h"
+#include "verbs/device.h"
+#include "verbs/join.h"
+#include "verbs/ud_channel.h"
+#include "verbs/verbs.h"
+
+namespace ibbcast::verbs {
+namespace {
+
+// The channels a transport arms before its owner sleeps, and the counters
+// of those already closed.
+struct Armed {
+  std::vector<UdChannel*> channels;
+  UdCounters closed;
+};
+
+void add(UdCounters& a, const UdCounters& b) {
+  a.sent += b.sent;
+  a.sent_inline += b.sent_inline;
+  a.send_copies += b.send_copies;
+  a.received += b.received;
+  a.self_dropped += b.self_dropped;
+  a.malformed += b.malformed;
+  a.recv_errors += b.recv_errors;
+}
+
+// Keeps the channel's completion fd in the wait set while it lives.
+class WatchedUd final : public McastChannel {
+ public:
+  WatchedUd(std::unique_ptr<UdChannel> ch, std::shared_ptr<WaitSet> set,
+            std::shared_ptr<Armed> armed)
+      : ch_(std::move(ch)), set_(std::move(set)), armed_(std::move(armed)) {
+    set_->add(ch_->event_fd());
+    armed_->channels.push_back(ch_.get());
+  }
+  ~WatchedUd() override {
+    set_->remove(ch_->event_fd());
+    std::erase(armed_->channels, ch_.get());
+    add(armed_->closed, ch_->counters());
+  }
+  Status send(const Gather& frame) override { return ch_->send(frame); }
+  std::size_t poll(std::span<RecvView> out) override { return ch_->poll(out); }
+  void release(std::span<const RecvView> views) override { ch_->release(views); }
+
+ private:
+  std::unique_ptr<UdChannel> ch_;
+  std::shared_ptr<WaitSet> set_;
+  std::shared_ptr<Armed> armed_;
+};
+
+class VerbsTransport final : public Transport {
+ public:
+  VerbsTransport(const VerbsConfig& cfg, std::shared_ptr<Device> dev, P2pFactory p2p)
+      : cfg_(cfg),
+        dev_(std::move(dev)),
+        p2p_factory_(std::move(p2p)),
+        set_(std::make_shared<WaitSet>()),
+        armed_(std::make_shared<Armed>()) {
+    caps_.name = "verbs";
+    caps_.max_datagram = dev_->mtu();
+    caps_.max_message = 1 << 20;
+    caps_.native_multicast = true;
+    caps_.inline_size = cfg_.inline_size;
+  }
+
+  const Capabilities& capabilities() const override { return caps_; }
+  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
+    auto ch = UdChannel::open(dev_, address);
+    if (!ch) return ch.status();
+    return std::unique_ptr<McastChannel>(new WatchedUd(std::move(*ch), set_, armed_));
+  }
+  std::string choose_multicast_address(uint64_t r) override {
+    // A fixed group is shared by every group of the job; the session id in
+    // each datagram keeps them apart.
+    return cfg_.group.empty() ? random_group(r) : cfg_.group;
+  }
+  Result<std::unique_ptr<P2pChannel>> open_p2p() override {
+    if (!p2p_factory_) {
+      return make_error(Errc::kUnsupported, "verbs transport has no reliable channel");
+    }
+    auto ch = p2p_factory_();
+    if (!ch) return ch.status();
+    return watch_p2p(std::move(*ch), set_);
+  }
+  int event_fd() const override { return set_->fd(); }
+  Status arm() override {
+    Status pending = Status::ok();
+    for (UdChannel* ch : armed_->channels) {
+      Status st = ch->arm();
+      if (!st) pending = st;
+    }
+    Status p2p = set_->arm_p2p();
+    return pending.is_ok() ? p2p : pending;
+  }
+  std::vector<TransportCounter> counters() const override {
+    UdCounters c = armed_->closed;
+    for (const UdChannel* ch : armed_->channels)
+      add(c, ch->counters());
+    return {{"mc_sent", c.sent},
+            {"mc_sent_inline", c.sent_inline},
+            {"mc_send_copies", c.send_copies},
+            {"mc_received", c.received},
+            {"mc_self_dropped", c.self_dropped},
+            {"mc_malformed", c.malformed},
+            {"mc_recv_errors", c.recv_errors}};
+  }
+
+ private:
+  VerbsConfig cfg_;
+  std::shared_ptr<Device> dev_;
+  P2pFactory p2p_factory_;
+  std::shared_ptr<WaitSet> set_;
+  std::shared_ptr<Armed> armed_;
+  Capabilities caps_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> make_transport(const VerbsConfig& cfg, P2pFactory p2p) {
+  auto dev = Device::open(cfg);
+  if (!dev) return dev.status();
+  return std::unique_ptr<Transport>(new VerbsTransport(cfg, std::move(*dev), std::move(p2p)));
+}
+
+}  // namespace ibbcast::verbs
