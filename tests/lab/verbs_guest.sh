@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs in each Soft-RoCE guest of tests/lab/rxe_lab.sh (one rank per guest):
+# the steps of one verbs scenario, each with its own TCP bootstrap port on
+# guest 0. Every step asserts what this rank received (the conformance
+# checks and `ibbcast run` compare bytes); any failure makes the guest fail.
+# Usage: verbs_guest.sh BUILD_DIR STEP...
+#   STEP: conformance (every check over verbs + UCX), algorithms (the
+#   every-algorithm check only), run (ibbcast run, 1 MiB x 5, every rank
+#   checks its bytes), udp (the conformance checks over IP multicast on the
+#   same link), kill (rank 1 dies mid-broadcast: every survivor returns within
+#   30 s, ok or with peer_failed/timed_out, and rank 2, which depends on it
+#   under loss, must not complete), bench-verbs / bench-udp (ibbcast bench
+#   CSV to IBBCAST_LAB_OUT)
+set -uo pipefail
+build=$1
+shift
+: "${IBBCAST_LAB_RANK:?run me through rxe_lab.sh}"
+export IBBCAST_BOOTSTRAP_RANK=$IBBCAST_LAB_RANK IBBCAST_BOOTSTRAP_SIZE=$IBBCAST_LAB_SIZE IBBCAST_BOOTSTRAP=tcp
+export IBBCAST_VERBS_NETDEV=$IBBCAST_LAB_NETDEV IBBCAST_UDP_INTERFACE=$IBBCAST_LAB_NETDEV
+export IBBCAST_TIMEOUT=${IBBCAST_TIMEOUT:-30s}
+port=29500
+rc=0
+step_ok() { echo "STEP $1: ok"; }
+step_fail() { echo "STEP $1: FAIL ($2)"; rc=1; }
+
+conformance() {  # name transport filter expected
+  local out
+  out=$("$build/tests/conformance_procs" --gtest_color=no --gtest_filter="$3" 2>&1)
+  echo "$out"
+  if grep -qF "[  PASSED  ] $4 test" <<<"$out" && ! grep -qE "SKIPPED|FAILED" <<<"$out"; then
+    step_ok "$1"
+  else
+    step_fail "$1" "expected $4 passed checks"
+  fi
+}
+
+for step in "$@"; do
+  export IBBCAST_BOOTSTRAP_ROOT=$IBBCAST_LAB_ROOT_ADDR:$port
+  port=$((port + 1))
+  echo "=== step $step (rank $IBBCAST_LAB_RANK of $IBBCAST_LAB_SIZE)"
+  case $step in
+    conformance) IBBCAST_TRANSPORT=verbs conformance "$step" verbs '*' 5 ;;
+    algorithms) IBBCAST_TRANSPORT=verbs conformance "$step" verbs '*EveryAlgorithm*' 1 ;;
+    udp) IBBCAST_TRANSPORT=udp conformance "$step" udp '*' 5 ;;
+    run)
+      if "$build/tools/ibbcast" run --transport verbs --algorithm two_stage --size 1m --iterations 5; then
+        step_ok "$step"
+      else
+        step_fail "$step" "ibbcast run exit $?"
+      fi ;;
+    kill)
+      out=$("$build/tools/ibbcast" run --transport verbs --algorithm two_stage --size 1m \
+        --iterations 3 --kill-rank 1 2>&1)
+      st=$?
+      echo "$out"
+      me=$IBBCAST_LAB_RANK
+      line=$(grep "^rank $me result:" <<<"$out")
+      ms=$(sed -n 's/.* after \([0-9]*\).*/\1/p' <<<"$line")
+      if [[ $me == 1 ]]; then
+        [[ $st -ne 0 ]] && step_ok "$step" || step_fail "$step" "rank 1 should have died"
+      elif [[ -z $line ]]; then
+        step_fail "$step" "no result line (hang?)"
+      elif ((${ms:-99999} >= 30000)); then
+        step_fail "$step" "took $ms ms"
+      elif [[ $me -gt 1 ]] && grep -q "result: ok" <<<"$line"; then
+        step_fail "$step" "completed without its predecessor"
+      elif grep -qE "result: (ok|peer_failed|timed_out)" <<<"$line"; then
+        step_ok "$step"
+      else
+        step_fail "$step" "$line"
+      fi ;;
+    bench-verbs | bench-udp)
+      t=${step#bench-}
+      if "$build/tools/ibbcast" bench --transport "$t" --max-only --iterations 10 \
+        --sizes 1,1k,64k,1m >"$IBBCAST_LAB_OUT/bench-$t.csv"; then
+        cat "$IBBCAST_LAB_OUT/bench-$t.csv"
+        step_ok "$step"
+      else
+        step_fail "$step" "ibbcast bench exit $?"
+      fi ;;
+    *) step_fail "$step" "unknown step"; exit 2 ;;
+  esac
+done
+exit $rc
