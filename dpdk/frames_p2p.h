@@ -4,12 +4,8 @@
 // never goes through the kernel's TCP stack. Opening it is collective: the
 // ranks exchange their port MACs, and rank 0's random channel id keeps the
 // frames of this channel apart from every other channel on the segment.
-//
-// Like UCX's channel it keeps working between its owner's calls: a helper
-// thread polls while the owner is away, so segments still unacknowledged get
-// resent and peers' resends get acknowledged (fast while anything is
-// outstanding, every millisecond otherwise); it steps aside when the owner
-// calls again.
+// The channel itself (helper thread, closing linger) is
+// transports/datagram_channel.h, shared with the verbs backend.
 
 #include <memory>
 
