@@ -30,7 +30,9 @@ Status gather_reports(Bootstrap& boot, const RankReport& mine, std::vector<RankR
 
 void print_reports(const Args& args, const std::vector<RankReport>& all) {
   const std::string transport = option(args, "transport", "udp");
-  const std::string stage2 = transport == "dpdk" ? args.dpdk.value().reliable : "ucx";
+  const std::string stage2 = transport == "dpdk"    ? args.dpdk.value().reliable
+                             : transport == "verbs" ? args.verbs.value().reliable
+                                                    : "ucx";
   std::printf("ibbcast run: %zu ranks, %s bytes, root %s, %s iterations, %s multicast + %s\n",
               all.size(), option(args, "size", "256k").c_str(), option(args, "root", "0").c_str(),
               option(args, "iterations", "20").c_str(), transport.c_str(), stage2.c_str());

@@ -54,7 +54,10 @@ Result<std::unique_ptr<Transport>> make_fabric_transport(const std::string& name
   }
 #endif
 #if IBBCAST_HAVE_VERBS
-  if (name == "verbs") return verbs::make_transport(cfg.verbs, ucx_factory(boot));
+  if (name == "verbs") {
+    if (cfg.verbs.reliable == "ucx") return verbs::make_transport(cfg.verbs, ucx_factory(boot));
+    return verbs::make_transport(cfg.verbs, nullptr, &boot);
+  }
 #endif
   std::string known;
   for (const auto& n : fabric_transport_names())

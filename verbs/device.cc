@@ -206,6 +206,21 @@ Status Device::init() {
   if (ibv_query_device(context(), &da) != 0) {
     return make_error(Errc::kDeviceLost, errno_text("ibv_query_device"));
   }
+  if (cfg_.gid_index >= 0) {
+    gid_index_ = static_cast<uint8_t>(cfg_.gid_index);
+  } else if (ethernet_ && local_.ss_family == AF_INET) {
+    // rdma_cm picks this entry for the joins; unicast AHs must use the same.
+    const auto* s4 = reinterpret_cast<const sockaddr_in*>(&local_);
+    for (int i = 0; i < pa.gid_tbl_len; ++i) {
+      ibv_gid_entry e{};
+      if (ibv_query_gid_ex(context(), port_, static_cast<uint32_t>(i), &e, 0) != 0) continue;
+      if (e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+          std::memcmp(e.gid.raw + 12, &s4->sin_addr, 4) == 0) {
+        gid_index_ = static_cast<uint8_t>(i);
+        break;
+      }
+    }
+  }
   max_qp_wr_ = static_cast<uint32_t>(da.max_qp_wr);
   max_cqe_ = static_cast<uint32_t>(da.max_cqe);
   pd_ = ibv_alloc_pd(context());

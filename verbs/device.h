@@ -39,6 +39,9 @@ class Device {
   uint32_t max_qp_wr() const { return max_qp_wr_; }
   uint32_t max_cqe() const { return max_cqe_; }
   bool ethernet() const { return ethernet_; }
+  /// Our GID index for unicast address handles: verbs_gid_index, else on
+  /// RoCE the RoCE v2 entry of the bound IPv4 address (IPv4-mapped), else 0.
+  uint8_t gid_index() const { return gid_index_; }
   /// The bound local address (joins bind the same one).
   const sockaddr_storage& local_address() const { return local_; }
   const VerbsConfig& config() const { return cfg_; }
@@ -62,6 +65,7 @@ class Device {
   uint32_t max_qp_wr_ = 0;
   uint32_t max_cqe_ = 0;
   bool ethernet_ = false;
+  uint8_t gid_index_ = 0;
   sockaddr_storage local_{};
 };
 

@@ -1,7 +1,5 @@
-// Setup and teardown of a UD multicast channel (the datapath is in
-// ud_datapath.cc). Teardown runs in the reverse order of setup on every path:
-// detach before the QP is destroyed, leave (Membership) last.
-#include <fcntl.h>
+#include "verbs/ud_channel.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,112 +9,34 @@
 #include <random>
 #include <thread>
 
-#include "verbs/ud_channel.h"
-
 namespace ibbcast::verbs {
-namespace {
-
-std::string errno_text(const char* call) {
-  return std::string(call) + ": " + std::strerror(errno);
-}
-
-}  // namespace
 
 Result<std::unique_ptr<UdChannel>> UdChannel::open(std::shared_ptr<Device> dev,
                                                    const std::string& group) {
   const VerbsConfig& cfg = dev->config();
-  std::unique_ptr<UdChannel> ch(new UdChannel(dev));
+  std::unique_ptr<UdChannel> ch(new UdChannel());
   auto m = Membership::join(*dev, group, cfg.join_timeout);
   if (!m) return m.status();
   ch->member_ = std::move(*m);
-  if (Status st = ch->create_queues(); !st) return st;
-  if (Status st = ch->attach(); !st) return st;
+  ibv_ah_attr ah = ch->member_->ah_attr();
+  auto q = UdQueue::create(dev, ch->member_->qkey(), ah.grh.sgid_index);
+  if (!q) return q.status();
+  ch->queue_ = std::move(*q);
+  ch->ah_ = ibv_create_ah(dev->pd(), &ah);
+  if (ch->ah_ == nullptr) {
+    return make_error(Errc::kDeviceLost, std::string("ibv_create_ah: ") + std::strerror(errno));
+  }
+  if (Status st = ch->attach(cfg); !st) return st;
   return ch;
 }
 
-Status UdChannel::create_queues() {
-  const VerbsConfig& cfg = dev_->config();
-  ibv_context* ctx = dev_->context();
-  mtu_ = dev_->mtu();
-  // Leave room in the device's limits; a CQ must hold every outstanding WR.
-  recv_depth_ = std::min({cfg.recv_depth, dev_->max_qp_wr(), dev_->max_cqe()});
-  send_depth_ = std::min({cfg.send_depth, dev_->max_qp_wr(), dev_->max_cqe()});
-  // At least two signaled sends per ring, or a full ring could hold none.
-  signal_every_ = std::clamp<uint32_t>(cfg.signal_every, 1, send_depth_ / 2);
-
-  comp_ = ibv_create_comp_channel(ctx);
-  if (comp_ == nullptr) return make_error(Errc::kNoResource, errno_text("ibv_create_comp_channel"));
-  ::fcntl(comp_->fd, F_SETFL, ::fcntl(comp_->fd, F_GETFL) | O_NONBLOCK);
-  recv_cq_ = ibv_create_cq(ctx, static_cast<int>(recv_depth_), nullptr, comp_, 0);
-  send_cq_ = ibv_create_cq(ctx, static_cast<int>(send_depth_), nullptr, nullptr, 0);
-  if (recv_cq_ == nullptr || send_cq_ == nullptr) {
-    return make_error(Errc::kNoResource, errno_text("ibv_create_cq"));
-  }
-
-  ibv_qp_init_attr init{};
-  init.send_cq = send_cq_;
-  init.recv_cq = recv_cq_;
-  init.qp_type = IBV_QPT_UD;
-  init.sq_sig_all = 0;
-  init.cap.max_send_wr = send_depth_;
-  init.cap.max_recv_wr = recv_depth_;
-  init.cap.max_send_sge = 3;  // header, payload, trailer gathered by inline sends
-  init.cap.max_recv_sge = 2;  // GRH, payload
-  init.cap.max_inline_data = cfg.inline_size;
-  qp_ = ibv_create_qp(dev_->pd(), &init);
-  if (qp_ == nullptr && cfg.inline_size != 0) {
-    // Some devices refuse the inline size: retry without inline data.
-    init.cap.max_inline_data = 0;
-    qp_ = ibv_create_qp(dev_->pd(), &init);
-  }
-  if (qp_ == nullptr) return make_error(Errc::kNoResource, errno_text("ibv_create_qp (UD)"));
-  inline_cap_ = std::min(init.cap.max_inline_data, cfg.inline_size);
-
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.pkey_index = 0;
-  a.port_num = dev_->port();
-  a.qkey = member_->qkey();
-  if (ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) != 0) {
-    return make_error(Errc::kDeviceLost, errno_text("ibv_modify_qp INIT"));
-  }
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  if (ibv_modify_qp(qp_, &a, IBV_QP_STATE) != 0) {
-    return make_error(Errc::kDeviceLost, errno_text("ibv_modify_qp RTR"));
-  }
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = 0;
-  if (ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) != 0) {
-    return make_error(Errc::kDeviceLost, errno_text("ibv_modify_qp RTS"));
-  }
-
-  ibv_ah_attr ah = member_->ah_attr();
-  ah_ = ibv_create_ah(dev_->pd(), &ah);
-  if (ah_ == nullptr) return make_error(Errc::kDeviceLost, errno_text("ibv_create_ah"));
-  if (ibv_query_gid(dev_->context(), dev_->port(), ah.grh.sgid_index, &own_gid_) != 0) {
-    return make_error(Errc::kDeviceLost, errno_text("ibv_query_gid"));
-  }
-
-  recv_base_ = recv_depth_ * kGrh;
-  send_base_ = recv_base_ + std::size_t{recv_depth_} * mtu_;
-  pool_.assign(send_base_ + std::size_t{send_depth_} * mtu_, std::byte{0});
-  auto mr = dev_->register_local(pool_.data(), pool_.size(), IBV_ACCESS_LOCAL_WRITE);
-  if (!mr) return mr.status();
-  mr_ = *mr;
-
-  std::vector<uint64_t> all(recv_depth_);
-  for (uint32_t i = 0; i < recv_depth_; ++i)
-    all[i] = i;
-  return post_receives(all.data(), all.size());
-}
-
-Status UdChannel::attach() {
-  const uint32_t tries = dev_->config().attach_retries + 1;
-  std::minstd_rand jitter(static_cast<uint32_t>(::getpid()) ^ qp_->qp_num);
+Status UdChannel::attach(const VerbsConfig& cfg) {
+  const uint32_t tries = cfg.attach_retries + 1;
+  ibv_qp* qp = queue_->qp();
+  std::minstd_rand jitter(static_cast<uint32_t>(::getpid()) ^ qp->qp_num);
   int err = 0;
   for (uint32_t i = 0; i < tries; ++i) {
-    if (ibv_attach_mcast(qp_, &member_->mgid(), member_->mlid()) == 0) {
+    if (ibv_attach_mcast(qp, &member_->mgid(), member_->mlid()) == 0) {
       attached_ = true;
       return Status::ok();
     }
@@ -132,14 +52,9 @@ Status UdChannel::attach() {
 }
 
 UdChannel::~UdChannel() {
-  if (attached_) ibv_detach_mcast(qp_, &member_->mgid(), member_->mlid());
-  if (qp_ != nullptr) ibv_destroy_qp(qp_);
+  if (attached_) ibv_detach_mcast(queue_->qp(), &member_->mgid(), member_->mlid());
+  queue_.reset();
   if (ah_ != nullptr) ibv_destroy_ah(ah_);
-  if (mr_ != nullptr) ibv_dereg_mr(mr_);
-  if (unacked_events_ != 0) ibv_ack_cq_events(recv_cq_, unacked_events_);
-  if (recv_cq_ != nullptr) ibv_destroy_cq(recv_cq_);
-  if (send_cq_ != nullptr) ibv_destroy_cq(send_cq_);
-  if (comp_ != nullptr) ibv_destroy_comp_channel(comp_);
   member_.reset();  // the leave, after the QP is gone
 }
 

@@ -1,14 +1,14 @@
-// The UD channel's datapath: sends (inline or one copy into a slot), polled
-// receives lent to the engine until released, and completion-channel arming.
+// A UD queue's datapath: sends (inline or one copy into a slot), polled
+// receives lent to the caller until released, and completion-channel arming.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
-#include "verbs/ud_channel.h"
+#include "verbs/ud_queue.h"
 
 namespace ibbcast::verbs {
 
-Status UdChannel::post_receives(const uint64_t* slots, std::size_t n) {
+Status UdQueue::post_receives(const uint64_t* slots, std::size_t n) {
   constexpr std::size_t kBatch = 32;
   ibv_recv_wr wrs[kBatch];
   ibv_sge sges[kBatch][2];
@@ -33,7 +33,7 @@ Status UdChannel::post_receives(const uint64_t* slots, std::size_t n) {
   return Status::ok();
 }
 
-void UdChannel::reap_sends() {
+void UdQueue::reap_sends() {
   ibv_wc wc[16];
   int n;
   while ((n = ibv_poll_cq(send_cq_, 16, wc)) > 0) {
@@ -48,7 +48,7 @@ void UdChannel::reap_sends() {
   }
 }
 
-Status UdChannel::send(const Gather& frame) {
+Status UdQueue::send(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey, const Gather& frame) {
   const std::size_t size = frame.size();
   if (size > mtu_) {
     return make_error(Errc::kInvalidArgument, "datagram of " + std::to_string(size) +
@@ -57,7 +57,7 @@ Status UdChannel::send(const Gather& frame) {
   }
   if (posted_ - completed_ + signal_every_ >= send_depth_) reap_sends();
   if (!send_failure_.empty()) {
-    return make_error(Errc::kDeviceLost, "multicast send failed: " + send_failure_);
+    return make_error(Errc::kDeviceLost, "UD send failed: " + send_failure_);
   }
   if (posted_ - completed_ >= send_depth_) return make_error(Errc::kAgain, "");
 
@@ -89,9 +89,9 @@ Status UdChannel::send(const Gather& frame) {
   wr.num_sge = nsge;
   wr.opcode = IBV_WR_SEND;
   if (posted_ % signal_every_ == signal_every_ - 1) wr.send_flags |= IBV_SEND_SIGNALED;
-  wr.wr.ud.ah = ah_;
-  wr.wr.ud.remote_qpn = 0xFFFFFF;  // the multicast QPN
-  wr.wr.ud.remote_qkey = member_->qkey();
+  wr.wr.ud.ah = ah;
+  wr.wr.ud.remote_qpn = remote_qpn;
+  wr.wr.ud.remote_qkey = remote_qkey;
   ibv_send_wr* bad = nullptr;
   if (ibv_post_send(qp_, &wr, &bad) != 0) {
     if (errno == ENOMEM) return make_error(Errc::kAgain, "");
@@ -102,11 +102,11 @@ Status UdChannel::send(const Gather& frame) {
   return Status::ok();
 }
 
-bool UdChannel::from_self(const ibv_wc& wc) const {
+bool UdQueue::from_self(const ibv_wc& wc) const {
   if (wc.src_qp != qp_->qp_num) return false;
   // QP numbers are per device: compare the source address too. RoCE v2 over
   // IPv4 puts the IPv4 header in the last 20 bytes of the GRH area.
-  const auto* g = const_cast<UdChannel*>(this)->grh(wc.wr_id);
+  const std::byte* g = grh(wc.wr_id);
   static constexpr uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   if (std::memcmp(own_gid_.raw, kV4Mapped, 12) == 0) {
     return std::memcmp(g + 32, own_gid_.raw + 12, 4) == 0;
@@ -114,7 +114,7 @@ bool UdChannel::from_self(const ibv_wc& wc) const {
   return std::memcmp(g + 8, own_gid_.raw, 16) == 0;
 }
 
-std::size_t UdChannel::poll(std::span<RecvView> out) {
+std::size_t UdQueue::poll(std::span<RecvView> out) {
   if (lent_ != 0 || out.empty()) return 0;  // the driver releases a batch before the next
   constexpr std::size_t kMax = 32;
   ibv_wc wc[kMax];
@@ -149,7 +149,7 @@ std::size_t UdChannel::poll(std::span<RecvView> out) {
   return k;
 }
 
-void UdChannel::release(std::span<const RecvView> views) {
+void UdQueue::release(std::span<const RecvView> views) {
   uint64_t slots[32];
   std::size_t n = 0;
   for (const auto& v : views) {
@@ -163,7 +163,7 @@ void UdChannel::release(std::span<const RecvView> views) {
   lent_ -= std::min(lent_, views.size());
 }
 
-Status UdChannel::arm() {
+Status UdQueue::arm() {
   ibv_cq* cq = nullptr;
   void* ctx = nullptr;
   while (ibv_get_cq_event(comp_, &cq, &ctx) == 0) {

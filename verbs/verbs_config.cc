@@ -41,7 +41,14 @@ Status parse_depth(uint32_t& out, std::string_view t, const char* name, uint64_t
   return Status::ok();
 }
 
-const std::array<ConfigField<VerbsConfig>, 11> kTable = {{
+Status parse_reliable(VerbsConfig& c, std::string_view t) {
+  if (t != "ucx" && t != "ud")
+    return make_error(Errc::kInvalidArgument, "verbs_reliable must be ucx or ud");
+  c.reliable = std::string(t);
+  return Status::ok();
+}
+
+const std::array<ConfigField<VerbsConfig>, 13> kTable = {{
     string_field<&VerbsConfig::device>("verbs_device", "",
                                        "RDMA device (mlx5_0, rxe0); empty = the one behind "
                                        "verbs_netdev, else the first active"),
@@ -77,6 +84,11 @@ const std::array<ConfigField<VerbsConfig>, 11> kTable = {{
      [](const VerbsConfig& c) { return c.group; }},
     duration_field<&VerbsConfig::join_timeout>("verbs_join_timeout", "10s",
                                                "longest a multicast join may take"),
+    {"verbs_reliable", "ucx",
+     "stage 2: ucx, or ud (reliable datagrams over UD unicast on the same device)", parse_reliable,
+     [](const VerbsConfig& c) { return c.reliable; }},
+    duration_field<&VerbsConfig::peer_timeout>("verbs_peer_timeout", "10s",
+                                               "a ud-channel peer silent this long has failed"),
 }};
 
 }  // namespace

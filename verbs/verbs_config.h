@@ -33,6 +33,11 @@ struct VerbsConfig {
   std::string group;            ///< fixed group "verbs:239.x.y.z"; empty = random per group
   /// How long a multicast join may take (the SA on InfiniBand, IGMP on RoCE).
   std::chrono::nanoseconds join_timeout = std::chrono::seconds(10);
+  /// Stage 2: "ucx" (UCX picks its transport: RC on InfiniBand), or "ud"
+  /// (the core's reliable datagrams over UD unicast on the same device).
+  std::string reliable = "ucx";
+  /// A "ud" channel peer that acknowledges nothing for this long has failed.
+  std::chrono::nanoseconds peer_timeout = std::chrono::seconds(10);
 };
 
 std::span<const ConfigField<VerbsConfig>> verbs_config_table();

@@ -4,6 +4,7 @@
 #include "verbs/device.h"
 #include "verbs/join.h"
 #include "verbs/ud_channel.h"
+#include "verbs/ud_p2p.h"
 #include "verbs/verbs.h"
 
 namespace ibbcast::verbs {
@@ -15,16 +16,6 @@ struct Armed {
   std::vector<UdChannel*> channels;
   UdCounters closed;
 };
-
-void add(UdCounters& a, const UdCounters& b) {
-  a.sent += b.sent;
-  a.sent_inline += b.sent_inline;
-  a.send_copies += b.send_copies;
-  a.received += b.received;
-  a.self_dropped += b.self_dropped;
-  a.malformed += b.malformed;
-  a.recv_errors += b.recv_errors;
-}
 
 // Keeps the channel's completion fd in the wait set while it lives.
 class WatchedUd final : public McastChannel {
@@ -38,7 +29,7 @@ class WatchedUd final : public McastChannel {
   ~WatchedUd() override {
     set_->remove(ch_->event_fd());
     std::erase(armed_->channels, ch_.get());
-    add(armed_->closed, ch_->counters());
+    armed_->closed += ch_->counters();
   }
   Status send(const Gather& frame) override { return ch_->send(frame); }
   std::size_t poll(std::span<RecvView> out) override { return ch_->poll(out); }
@@ -52,10 +43,12 @@ class WatchedUd final : public McastChannel {
 
 class VerbsTransport final : public Transport {
  public:
-  VerbsTransport(const VerbsConfig& cfg, std::shared_ptr<Device> dev, P2pFactory p2p)
+  VerbsTransport(const VerbsConfig& cfg, std::shared_ptr<Device> dev, P2pFactory p2p,
+                 Bootstrap* boot)
       : cfg_(cfg),
         dev_(std::move(dev)),
         p2p_factory_(std::move(p2p)),
+        boot_(boot),
         set_(std::make_shared<WaitSet>()),
         armed_(std::make_shared<Armed>()) {
     caps_.name = "verbs";
@@ -77,14 +70,17 @@ class VerbsTransport final : public Transport {
     return cfg_.group.empty() ? random_group(r) : cfg_.group;
   }
   Result<std::unique_ptr<P2pChannel>> open_p2p() override {
-    if (!p2p_factory_) {
+    if (!p2p_factory_ && boot_ == nullptr) {
       return make_error(Errc::kUnsupported, "verbs transport has no reliable channel");
     }
-    auto ch = p2p_factory_();
+    auto ch = p2p_factory_ ? p2p_factory_() : open_ud_p2p(dev_, *boot_);
     if (!ch) return ch.status();
     return watch_p2p(std::move(*ch), set_);
   }
-  int event_fd() const override { return set_->fd(); }
+  // The UD channel (core/rdgram) needs calls for its timers and has no fd of
+  // its own yet: with it, a waiting rank naps instead (like dpdk's).
+  int event_fd() const override { return own_p2p() ? -1 : set_->fd(); }
+  Nanos idle_sleep() const override { return std::chrono::microseconds(20); }
   Status arm() override {
     Status pending = Status::ok();
     for (UdChannel* ch : armed_->channels) {
@@ -97,7 +93,7 @@ class VerbsTransport final : public Transport {
   std::vector<TransportCounter> counters() const override {
     UdCounters c = armed_->closed;
     for (const UdChannel* ch : armed_->channels)
-      add(c, ch->counters());
+      c += ch->counters();
     return {{"mc_sent", c.sent},
             {"mc_sent_inline", c.sent_inline},
             {"mc_send_copies", c.send_copies},
@@ -108,9 +104,12 @@ class VerbsTransport final : public Transport {
   }
 
  private:
+  bool own_p2p() const { return !p2p_factory_ && boot_ != nullptr; }
+
   VerbsConfig cfg_;
   std::shared_ptr<Device> dev_;
   P2pFactory p2p_factory_;
+  Bootstrap* boot_;
   std::shared_ptr<WaitSet> set_;
   std::shared_ptr<Armed> armed_;
   Capabilities caps_;
@@ -118,10 +117,11 @@ class VerbsTransport final : public Transport {
 
 }  // namespace
 
-Result<std::unique_ptr<Transport>> make_transport(const VerbsConfig& cfg, P2pFactory p2p) {
+Result<std::unique_ptr<Transport>> make_transport(const VerbsConfig& cfg, P2pFactory p2p,
+                                                  Bootstrap* boot) {
   auto dev = Device::open(cfg);
   if (!dev) return dev.status();
-  return std::unique_ptr<Transport>(new VerbsTransport(cfg, std::move(*dev), std::move(p2p)));
+  return std::unique_ptr<Transport>(new VerbsTransport(cfg, std::move(*dev), std::move(p2p), boot));
 }
 
 }  // namespace ibbcast::verbs

@@ -4,13 +4,15 @@
 # guest 0. Every step asserts what this rank received (the conformance
 # checks and `ibbcast run` compare bytes); any failure makes the guest fail.
 # Usage: verbs_guest.sh BUILD_DIR STEP...
-#   STEP: conformance (every check over verbs + UCX), algorithms (the
+#   STEP: conformance (every check over verbs + UCX), conformance-ud (stage 2
+#   over the UD channel instead; no event-fd check: that channel has no fd
+#   yet, a waiting rank naps), algorithms, algorithms-ud (the
 #   every-algorithm check only), run (ibbcast run, 1 MiB x 5, every rank
 #   checks its bytes), udp (the conformance checks over IP multicast on the
 #   same link), kill (rank 1 dies mid-broadcast: every survivor returns within
 #   30 s, ok or with peer_failed/timed_out, and rank 2, which depends on it
-#   under loss, must not complete), bench-verbs / bench-udp (ibbcast bench
-#   CSV to IBBCAST_LAB_OUT)
+#   under loss, must not complete), bench-verbs / bench-verbs-ud /
+#   bench-udp (ibbcast bench CSV to IBBCAST_LAB_OUT)
 set -uo pipefail
 build=$1
 shift
@@ -40,14 +42,20 @@ for step in "$@"; do
   echo "=== step $step (rank $IBBCAST_LAB_RANK of $IBBCAST_LAB_SIZE)"
   case $step in
     conformance) IBBCAST_TRANSPORT=verbs conformance "$step" verbs '*' 5 ;;
+    conformance-ud)
+      IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*:-*EventFd*' 4 ;;
     algorithms) IBBCAST_TRANSPORT=verbs conformance "$step" verbs '*EveryAlgorithm*' 1 ;;
+    algorithms-ud)
+      IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*EveryAlgorithm*' 1 ;;
     udp) IBBCAST_TRANSPORT=udp conformance "$step" udp '*' 5 ;;
-    run)
+    run | run-ud)
+      [[ $step == run-ud ]] && export IBBCAST_VERBS_RELIABLE=ud
       if "$build/tools/ibbcast" run --transport verbs --algorithm two_stage --size 1m --iterations 5; then
         step_ok "$step"
       else
         step_fail "$step" "ibbcast run exit $?"
-      fi ;;
+      fi
+      unset IBBCAST_VERBS_RELIABLE ;;
     kill)
       out=$("$build/tools/ibbcast" run --transport verbs --algorithm two_stage --size 1m \
         --iterations 3 --kill-rank 1 2>&1)
@@ -69,15 +77,19 @@ for step in "$@"; do
       else
         step_fail "$step" "$line"
       fi ;;
-    bench-verbs | bench-udp)
+    bench-verbs | bench-verbs-ud | bench-udp)
+      # Two-stage (multicast + stage 2) and binomial (stage 2 alone: the
+      # reliable channel's own speed) per size; CSV from rank 0.
       t=${step#bench-}
-      if "$build/tools/ibbcast" bench --transport "$t" --max-only --iterations 10 \
-        --sizes 1,1k,64k,1m >"$IBBCAST_LAB_OUT/bench-$t.csv"; then
+      [[ $t == verbs-ud ]] && export IBBCAST_VERBS_RELIABLE=ud
+      if "$build/tools/ibbcast" bench --transport "${t%-ud}" --max-only --iterations 10 \
+        --algorithms two_stage,binomial --sizes 1k,64k,1m >"$IBBCAST_LAB_OUT/bench-$t.csv"; then
         cat "$IBBCAST_LAB_OUT/bench-$t.csv"
         step_ok "$step"
       else
         step_fail "$step" "ibbcast bench exit $?"
-      fi ;;
+      fi
+      unset IBBCAST_VERBS_RELIABLE ;;
     *) step_fail "$step" "unknown step"; exit 2 ;;
   esac
 done

@@ -1,0 +1,18 @@
+#pragma once
+// The verbs backend's own reliable channel: the core's reliable-datagram
+// adaptor (core/rdgram.h, through transports/datagram_channel.h) over UD
+// unicast on the same device, so stage 2 needs neither UCX nor the kernel's
+// TCP. Opening it is collective: ranks exchange GID and QP number over the
+// bootstrap, and rank 0's random channel id keeps this channel's datagrams
+// apart from earlier ones.
+
+#include <memory>
+
+#include "core/transport.h"
+#include "verbs/device.h"
+
+namespace ibbcast::verbs {
+
+Result<std::unique_ptr<P2pChannel>> open_ud_p2p(std::shared_ptr<Device> dev, Bootstrap& boot);
+
+}  // namespace ibbcast::verbs

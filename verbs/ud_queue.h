@@ -1,0 +1,95 @@
+#pragma once
+// A UD queue pair with its completion queues and registered buffers: the
+// datapath shared by the multicast channel (ud_channel.h) and the unicast
+// link of the verbs reliable channel (ud_p2p.cc). Receives land in a
+// registered pool (the 40-byte GRH in its own scatter element, so payloads
+// start aligned) and are reposted when released, so the receive queue stays
+// full between broadcasts. Sends are inline when small, otherwise copied
+// into a registered slot; one in `signal_every` is signaled. The completion
+// channel's fd makes a waiting rank sleep.
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/transport.h"
+#include "verbs/device.h"
+
+namespace ibbcast::verbs {
+
+/// What a queue did, for statistics and tests ("copies per fragment").
+struct UdCounters {
+  uint64_t sent = 0;
+  uint64_t sent_inline = 0;
+  uint64_t send_copies = 0;  ///< sends that copied the fragment into a slot
+  uint64_t received = 0;
+  uint64_t self_dropped = 0;  ///< our own datagrams looped back by the fabric
+  uint64_t malformed = 0;     ///< shorter than a GRH
+  uint64_t recv_errors = 0;   ///< completions with an error status
+  UdCounters& operator+=(const UdCounters& o);
+};
+
+class UdQueue {
+ public:
+  /// A QP in RTS with `qkey`; `sgid_index` names our GID (self filter).
+  static Result<std::unique_ptr<UdQueue>> create(std::shared_ptr<Device> dev, uint32_t qkey,
+                                                 uint8_t sgid_index);
+  ~UdQueue();
+  UdQueue(const UdQueue&) = delete;
+  UdQueue& operator=(const UdQueue&) = delete;
+
+  ibv_qp* qp() const { return qp_; }
+  const ibv_gid& gid() const { return own_gid_; }
+  /// One datagram of at most the port MTU. kAgain when the send ring is full.
+  Status send(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey, const Gather& frame);
+  /// Lends up to out.size() received payloads (RecvView::handle = slot);
+  /// nothing more until they are released.
+  std::size_t poll(std::span<RecvView> out);
+  void release(std::span<const RecvView> views);
+  int event_fd() const { return comp_->fd; }
+  /// Requests a notification; kAgain when receives are already waiting.
+  Status arm();
+  const UdCounters& counters() const { return counters_; }
+
+ private:
+  explicit UdQueue(std::shared_ptr<Device> dev) : dev_(std::move(dev)) {}
+  Status create_queues(uint32_t qkey, uint8_t sgid_index);
+  Status post_receives(const uint64_t* slots, std::size_t n);
+  void reap_sends();
+  bool from_self(const ibv_wc& wc) const;
+  std::byte* grh(uint64_t slot) const { return pool_.data() + slot * kGrh; }
+  std::byte* payload(uint64_t slot) const { return pool_.data() + recv_base_ + slot * mtu_; }
+  std::byte* send_slot(uint64_t i) const { return pool_.data() + send_base_ + i * mtu_; }
+
+  static constexpr std::size_t kGrh = 40;
+  std::shared_ptr<Device> dev_;
+  ibv_comp_channel* comp_ = nullptr;
+  ibv_cq* send_cq_ = nullptr;
+  ibv_cq* recv_cq_ = nullptr;
+  ibv_qp* qp_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  unsigned unacked_events_ = 0;
+
+  uint32_t mtu_ = 0;
+  uint32_t recv_depth_ = 0;
+  uint32_t send_depth_ = 0;
+  uint32_t signal_every_ = 0;
+  uint32_t inline_cap_ = 0;
+  // mutable: the pool is written by the NIC; const accessors hand out addresses.
+  mutable std::vector<std::byte> pool_;
+  std::size_t recv_base_ = 0;
+  std::size_t send_base_ = 0;
+  ibv_gid own_gid_{};
+
+  uint64_t posted_ = 0;     ///< sends posted
+  uint64_t completed_ = 0;  ///< sends known complete (through signaled ones)
+  std::string send_failure_;
+  std::vector<ibv_wc> stash_;  ///< completions polled by arm() and not yet handed out
+  std::size_t lent_ = 0;
+  UdCounters counters_;
+};
+
+}  // namespace ibbcast::verbs
