@@ -1,5 +1,6 @@
 // `ibbcast bench`: end-to-end broadcast timing over a real fabric, launched
-// by mpirun (PMIx). Two methods, as CSV on rank 0:
+// by mpirun (PMIx) or with the TCP bootstrap's IBBCAST_BOOTSTRAP_ROOT,
+// IBBCAST_BOOTSTRAP_RANK and IBBCAST_BOOTSTRAP_SIZE. Two methods, as CSV on rank 0:
 //  - per-node (thesis 4.2.1): all ranks synchronise, the root enters last and
 //    broadcasts; one target rank answers with a point-to-point pong on a
 //    separate UCX channel; half of a separately measured ping-pong is

@@ -1,5 +1,7 @@
 // `ibbcast run`: one rank of a real multi-process broadcast, launched by
-// mpirun/srun (PMIx bootstrap). Multicast over udp, stage 2 over UCX. Under
+// mpirun/srun (PMIx bootstrap) or by hand with IBBCAST_BOOTSTRAP_ROOT,
+// IBBCAST_BOOTSTRAP_RANK and IBBCAST_BOOTSTRAP_SIZE (TCP bootstrap through rank 0; the bootstrap
+// table in docs/config.md). Multicast over udp, stage 2 over UCX. Under
 // the namespace fabric (IBBCAST_NETNS_PREFIX set) each rank first moves into
 // its host's namespace. Every rank checks its bytes after every broadcast;
 // rank 0 prints the per-rank table and the exit code says whether all passed.
@@ -120,8 +122,7 @@ int cmd_run(int argc, char** argv) {
   }
   auto boot = make_bootstrap(args->bootstrap.value());
   if (!boot) {
-    std::fprintf(stderr, "ibbcast run: %s\n(e.g. mpirun -np 8 ibbcast run)\n",
-                 boot.status().to_string().c_str());
+    std::fprintf(stderr, "ibbcast run: %s\n", boot.status().to_string().c_str());
     return 2;
   }
   RankReport mine;

@@ -7,34 +7,56 @@
 #endif
 
 namespace ibbcast {
+namespace {
+
+Result<std::unique_ptr<Bootstrap>> make_tcp(const BootstrapConfig& cfg) {
+  if (cfg.size == 0) {
+    return make_error(Errc::kInvalidArgument,
+                      "tcp bootstrap: no IBBCAST_BOOTSTRAP_SIZE (the job's number of ranks)");
+  }
+  if (cfg.root.empty() && cfg.size > 1) {
+    return make_error(Errc::kInvalidArgument,
+                      "tcp bootstrap: no IBBCAST_BOOTSTRAP_ROOT (rank 0's host:port)");
+  }
+  auto b = tcp::Bootstrap::create({cfg.root, cfg.rank, cfg.size, cfg.job, cfg.timeout});
+  if (!b) return b.status();
+  return std::unique_ptr<Bootstrap>(std::move(*b));
+}
+
+Result<std::unique_ptr<Bootstrap>> make_pmix(const BootstrapConfig& cfg) {
+#if IBBCAST_HAVE_PMIX
+  // PMIx counts whole seconds and reads 0 as "forever": round up, so a
+  // sub-second timeout still bounds the fences.
+  auto b = pmix::Bootstrap::create(std::chrono::ceil<std::chrono::seconds>(cfg.timeout));
+  if (!b) return b.status();
+  return std::unique_ptr<Bootstrap>(std::move(*b));
+#else
+  (void)cfg;
+  return make_error(Errc::kUnsupported,
+                    "this build has no PMIx bootstrap (install libpmix-dev and rebuild); "
+                    "hint: use the TCP bootstrap: IBBCAST_BOOTSTRAP_ROOT=host:port, "
+                    "IBBCAST_BOOTSTRAP_RANK, IBBCAST_BOOTSTRAP_SIZE");
+#endif
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Bootstrap>> make_bootstrap(const BootstrapConfig& cfg) {
-  std::string kind = cfg.kind;
-  if (kind == "auto") {
+  if (cfg.kind == "tcp") return make_tcp(cfg);
+  if (cfg.kind == "pmix") return make_pmix(cfg);
+    // auto: a PMIx launcher's variables win, so jobs under mpirun/srun behave
+    // as before even when a stray IBBCAST_BOOTSTRAP_ROOT is exported.
 #if IBBCAST_HAVE_PMIX
-    if (pmix::launched_by_pmix()) kind = "pmix";
+  if (pmix::launched_by_pmix()) return make_pmix(cfg);
 #endif
-    if (kind == "auto" && !cfg.root.empty()) kind = "tcp";
-  }
-  if (kind == "tcp") {
-    tcp::Options o{cfg.root, cfg.rank, cfg.size, cfg.job, cfg.timeout};
-    auto b = tcp::Bootstrap::create(o);
-    if (!b) return b.status();
-    return std::unique_ptr<Bootstrap>(std::move(*b));
-  }
-  if (kind == "pmix") {
-#if IBBCAST_HAVE_PMIX
-    auto b = pmix::Bootstrap::create(std::chrono::duration_cast<std::chrono::seconds>(cfg.timeout));
-    if (!b) return b.status();
-    return std::unique_ptr<Bootstrap>(std::move(*b));
-#else
-    return make_error(Errc::kUnsupported, "this build has no PMIx bootstrap (libpmix-dev)");
-#endif
-  }
-  return make_error(Errc::kUnsupported,
-                    "no bootstrap: start the ranks with a PMIx launcher (mpirun -np N, srun "
-                    "--mpi=pmix), or give each IBBCAST_BOOTSTRAP_ROOT=host:port, "
-                    "IBBCAST_BOOTSTRAP_RANK and IBBCAST_BOOTSTRAP_SIZE");
+  if (!cfg.root.empty()) return make_tcp(cfg);
+  const char* pmix_way = IBBCAST_HAVE_PMIX ? "start the ranks with a PMIx launcher (mpirun -np N, "
+                                             "srun --mpi=pmix), or "
+                                           : "this build has no PMIx, so ";
+  return make_error(Errc::kUnsupported, std::string("no bootstrap: ") + pmix_way +
+                                            "give every rank IBBCAST_BOOTSTRAP_ROOT=host:port "
+                                            "(rank 0 listens there), IBBCAST_BOOTSTRAP_RANK=i and "
+                                            "IBBCAST_BOOTSTRAP_SIZE=N");
 }
 
 }  // namespace ibbcast

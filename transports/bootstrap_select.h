@@ -9,7 +9,10 @@
 
 namespace ibbcast {
 
-/// kUnsupported, naming both ways to start a job, when neither applies.
+/// cfg.kind "pmix" or "tcp" forces one; "auto" takes PMIx when a PMIx launcher
+/// started the process, else TCP when a root is set, else kUnsupported
+/// naming both ways to start a job. The TCP one connects the whole job
+/// before it returns (bounded by cfg.timeout).
 Result<std::unique_ptr<Bootstrap>> make_bootstrap(const BootstrapConfig& cfg);
 
 }  // namespace ibbcast

@@ -1,42 +1,31 @@
 #include "transports/tcp_bootstrap.h"
 
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstring>
+#include <algorithm>
 
+#include "core/units.h"
 #include "transports/tcp_io.h"
 
 namespace ibbcast::tcp {
-namespace {
 
 using io::Clock;
-constexpr char kMagic[4] = {'I', 'B', 'B', 'T'};
-
-std::string rank_name(uint32_t r) {
-  return r == 0 ? "rank 0 (the bootstrap root)" : "rank " + std::to_string(r);
-}
-
-std::string list(const std::vector<uint32_t>& ranks) {
-  std::string s;
-  for (uint32_t r : ranks)
-    s += (s.empty() ? "" : ", ") + std::to_string(r);
-  return s;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const Options& opt) {
   if (opt.size == 0 || opt.rank >= opt.size) {
-    return make_error(Errc::kInvalidArgument, "bootstrap: rank " + std::to_string(opt.rank) +
-                                                  " is not below size " + std::to_string(opt.size));
+    return make_error(Errc::kInvalidArgument, "tcp bootstrap: rank " + std::to_string(opt.rank) +
+                                                  " is not below the job size " +
+                                                  std::to_string(opt.size));
+  }
+  if (opt.timeout.count() <= 0) {
+    return make_error(Errc::kInvalidArgument, "tcp bootstrap: the timeout must be positive");
   }
   if (opt.root.empty() && opt.size > 1) {
-    return make_error(Errc::kInvalidArgument, "bootstrap: no root address (bootstrap_root)");
+    return make_error(Errc::kInvalidArgument, "tcp bootstrap: no root address (host:port)");
   }
   std::unique_ptr<Bootstrap> b(new Bootstrap(opt));
-  IBBCAST_RETURN_IF_ERROR(b->connect_job());
+  if (opt.size > 1) IBBCAST_RETURN_IF_ERROR(opt.rank == 0 ? b->accept_job() : b->join_job());
   return b;
 }
 
@@ -46,81 +35,8 @@ Bootstrap::~Bootstrap() {
   if (listen_fd_ >= 0) ::close(listen_fd_);
 }
 
-Status Bootstrap::connect_job() {
-  const auto deadline = Clock::now() + opt_.timeout;
-  if (opt_.size == 1) return Status::ok();
-  if (opt_.rank != 0) {
-    auto fd = io::connect_to(opt_.root, deadline);
-    if (!fd) return fd.status();
-    peers_.push_back(*fd);
-    std::vector<std::byte> hello(12 + opt_.job.size());
-    std::memcpy(hello.data(), kMagic, 4);
-    std::memcpy(hello.data() + 4, &opt_.rank, 4);
-    std::memcpy(hello.data() + 8, &opt_.size, 4);
-    std::memcpy(hello.data() + 12, opt_.job.data(), opt_.job.size());
-    const std::string root = rank_name(0) + " at " + opt_.root;
-    IBBCAST_RETURN_IF_ERROR(io::send_frame(*fd, 0, hello, deadline, root));
-    auto welcome = io::recv_frame(*fd, deadline, root);
-    if (!welcome) return welcome.status();
-    return welcome->error ? io::error_of(*welcome, root) : Status::ok();
-  }
-  auto lfd = io::listen_on(opt_.root, static_cast<int>(opt_.size));
-  if (!lfd) return lfd.status();
-  listen_fd_ = *lfd;
-  peers_.assign(opt_.size, -1);
-  uint32_t joined = 1;
-  while (joined < opt_.size) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (Clock::now() >= deadline) {
-      std::vector<uint32_t> missing;
-      for (uint32_t r = 1; r < opt_.size; ++r)
-        if (peers_[r] < 0) missing.push_back(r);
-      return broadcast_error(make_error(
-          Errc::kTimedOut, "ranks " + list(missing) + " never reached the bootstrap root at " +
-                               opt_.root + " within the bootstrap timeout"));
-    }
-    ::poll(&p, 1, 100);
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    // A stranger gets a few seconds to say who it is, not the whole timeout.
-    auto hello = io::recv_frame(fd, std::min(deadline, Clock::now() + std::chrono::seconds(5)),
-                                "a connecting rank");
-    std::string why;
-    uint32_t rank = 0, size = 0;
-    if (!hello || hello->payload.size() < 12 ||
-        std::memcmp(hello->payload.data(), kMagic, 4) != 0) {
-      why = "not an ibbcast bootstrap hello";
-    } else {
-      std::memcpy(&rank, hello->payload.data() + 4, 4);
-      std::memcpy(&size, hello->payload.data() + 8, 4);
-      const std::string job(reinterpret_cast<const char*>(hello->payload.data()) + 12,
-                            hello->payload.size() - 12);
-      if (job != opt_.job) {
-        why = "job token '" + job + "' is not this job's ('" + opt_.job + "')";
-      } else if (size != opt_.size) {
-        why = "size " + std::to_string(size) + " differs from the root's " +
-              std::to_string(opt_.size);
-      } else if (rank == 0 || rank >= opt_.size || peers_[rank] >= 0) {
-        why = "rank " + std::to_string(rank) + " is taken or out of range";
-      }
-    }
-    if (!why.empty()) {
-      // Refused, and the job goes on: the right rank may still come.
-      (void)io::send_error(fd, 0, make_error(Errc::kMismatch, "bootstrap refused: " + why));
-      ::close(fd);
-      continue;
-    }
-    peers_[rank] = fd;
-    ++joined;
-  }
-  // The job is complete: later connections are refused by the kernel, and
-  // the port is free for the next job.
-  ::close(listen_fd_);
-  listen_fd_ = -1;
-  for (uint32_t r = 1; r < opt_.size; ++r) {
-    IBBCAST_RETURN_IF_ERROR(io::send_frame(peers_[r], 0, {}, deadline, rank_name(r)));
-  }
-  return Status::ok();
+std::chrono::nanoseconds Bootstrap::patience() const {
+  return opt_.timeout + std::min<std::chrono::nanoseconds>(opt_.timeout / 2, kVerdictGrace);
 }
 
 Status Bootstrap::broadcast_error(const Status& st) {
@@ -142,54 +58,69 @@ Status Bootstrap::exchange(std::span<const std::byte> mine, std::span<std::byte>
                            const std::function<void()>* while_waiting) {
   if (!broken_.is_ok()) return broken_;
   if (all.size() != mine.size() * opt_.size) {
-    return make_error(Errc::kInvalidArgument, "allgather: output is not size() * input");
+    return make_error(Errc::kInvalidArgument, "tcp bootstrap: allgather output is not size() * " +
+                                                  std::to_string(mine.size()) + " bytes");
   }
   ++seq_;
-  const auto deadline = Clock::now() + opt_.timeout;
   if (opt_.size == 1) {
     std::copy(mine.begin(), mine.end(), all.begin());
     return Status::ok();
   }
-  if (opt_.rank != 0) {
-    const std::string root = rank_name(0);
-    Status st = io::send_frame(peers_[0], seq_, mine, deadline, root);
-    auto f = st ? io::recv_frame(peers_[0], deadline, root, while_waiting) : Result<io::Frame>(st);
-    if (!f) return broken_ = f.status();
-    if (f->error) return broken_ = io::error_of(*f, root);
-    if (f->seq != seq_ || f->payload.size() != all.size()) {
-      return broken_ =
-                 make_error(Errc::kMismatch, "bootstrap: the root answered another collective");
-    }
-    std::copy(f->payload.begin(), f->payload.end(), all.begin());
-    return Status::ok();
+  if (opt_.rank == 0) return gather_at_root(mine, all, while_waiting);
+  const auto deadline = Clock::now() + patience();
+  const std::string root = io::rank_name(0);
+  Status st = io::send_frame(peers_[0], seq_, mine, deadline, root);
+  if (!st) {
+    // The root may have said why before it closed: that reason is the news.
+    auto said = io::recv_frame(peers_[0], Clock::now(), root, all.size());
+    return broken_ = said && said->error ? io::error_of(*said, root) : st;
   }
-  // The root gathers from every rank at once, so a dead rank is noticed at
-  // once and every missing rank is named on a timeout.
+  auto f = io::recv_frame(peers_[0], deadline, root, all.size(), while_waiting);
+  if (!f) return broken_ = f.status();
+  if (f->error) return broken_ = io::error_of(*f, root);
+  if (f->seq != seq_ || f->payload.size() != all.size()) {
+    return broken_ = make_error(Errc::kMismatch, "tcp bootstrap: the root answered call #" +
+                                                     std::to_string(f->seq) + ", this rank's is #" +
+                                                     std::to_string(seq_));
+  }
+  std::copy(f->payload.begin(), f->payload.end(), all.begin());
+  return Status::ok();
+}
+
+Status Bootstrap::gather_at_root(std::span<const std::byte> mine, std::span<std::byte> all,
+                                 const std::function<void()>* while_waiting) {
+  const auto deadline = Clock::now() + opt_.timeout;
+  const std::string call = "tcp bootstrap allgather #" + std::to_string(seq_) + ": ";
+  // Every rank is read at once, so a dead one is noticed at once and every
+  // missing one is named on a timeout.
   std::vector<io::Reader> readers(opt_.size);
   std::vector<pollfd> pfds;
   std::copy(mine.begin(), mine.end(), all.begin());
-  uint32_t pending = opt_.size - 1;
-  for (uint32_t r = 1; r < opt_.size; ++r)
+  for (uint32_t r = 1; r < opt_.size; ++r) {
     readers[r].fd = peers_[r];
-  while (pending > 0) {
+    readers[r].limit = mine.size();
+  }
+  for (uint32_t pending = opt_.size - 1; pending > 0;) {
     pfds.clear();
     for (uint32_t r = 1; r < opt_.size; ++r) {
-      if (readers[r].fd < 0) continue;
-      auto done = readers[r].step(rank_name(r));
-      if (!done) return broadcast_error(done.status());
+      io::Reader& rd = readers[r];
+      if (rd.fd < 0) continue;
+      auto done = rd.step(io::rank_name(r));
+      if (!done)
+        return broadcast_error(make_error(done.status().code(), call + done.status().message()));
       if (!*done) {
-        pfds.push_back({readers[r].fd, POLLIN, 0});
+        pfds.push_back({rd.fd, POLLIN, 0});
         continue;
       }
-      const io::Frame& f = readers[r].frame;
-      if (f.error || f.seq != seq_ || f.payload.size() != mine.size()) {
-        return broadcast_error(make_error(
-            Errc::kMismatch, "allgather: rank " + std::to_string(r) + " contributed " +
-                                 std::to_string(f.payload.size()) + " bytes, rank 0 " +
-                                 std::to_string(mine.size()) + " (or another collective)"));
+      if (rd.frame.error || rd.frame.seq != seq_ || rd.frame.payload.size() != mine.size()) {
+        return broadcast_error(
+            make_error(Errc::kMismatch, call + "rank " + std::to_string(r) + " contributed " +
+                                            std::to_string(rd.frame.payload.size()) +
+                                            " bytes to call #" + std::to_string(rd.frame.seq) +
+                                            ", rank 0 " + std::to_string(mine.size()) + " bytes"));
       }
-      std::copy(f.payload.begin(), f.payload.end(), all.begin() + r * mine.size());
-      readers[r].fd = -1;
+      std::copy(rd.frame.payload.begin(), rd.frame.payload.end(), all.begin() + r * mine.size());
+      rd.fd = -1;
       --pending;
     }
     if (pending == 0) break;
@@ -197,15 +128,20 @@ Status Bootstrap::exchange(std::span<const std::byte> mine, std::span<std::byte>
       std::vector<uint32_t> missing;
       for (uint32_t r = 1; r < opt_.size; ++r)
         if (readers[r].fd >= 0) missing.push_back(r);
-      return broadcast_error(make_error(
-          Errc::kTimedOut, "bootstrap collective: ranks " + list(missing) + " did not arrive"));
+      return broadcast_error(make_error(Errc::kTimedOut, call + io::ranks_text(missing) +
+                                                             " did not arrive within " +
+                                                             format_duration(opt_.timeout)));
     }
-    ::poll(pfds.data(), pfds.size(), while_waiting != nullptr ? 1 : 100);
+    ::poll(pfds.data(), pfds.size(), io::wait_ms(deadline, while_waiting != nullptr ? 1 : 100));
     if (while_waiting != nullptr) (*while_waiting)();
   }
+  // A fresh bound for the replies: a gather that took most of the timeout
+  // must not leave the last rank no time to take its copy.
+  const auto reply_by = Clock::now() + opt_.timeout;
   for (uint32_t r = 1; r < opt_.size; ++r) {
-    Status st = io::send_frame(peers_[r], seq_, all, deadline, rank_name(r));
-    if (!st) return broadcast_error(st);
+    if (Status st = io::send_frame(peers_[r], seq_, all, reply_by, io::rank_name(r)); !st) {
+      return broadcast_error(make_error(st.code(), call + st.message()));
+    }
   }
   return Status::ok();
 }

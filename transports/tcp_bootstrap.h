@@ -5,7 +5,7 @@
 // Rank 0 listens; the others connect (retrying until the root is up) and
 // stay connected for the bootstrap's life. Collectives go through rank 0.
 // Every wait is bounded: a missing or dead rank becomes an error naming it
-// on every rank, never a hang.
+// on every rank, never a hang. One thread, non-blocking sockets, poll().
 
 #include <chrono>
 #include <cstdint>
@@ -26,14 +26,21 @@ struct Options {
   /// Ranks of one job carry the same token; a connection with another is
   /// refused (two jobs that picked one port must not mix).
   std::string job;
+  /// Bounds every step: joining, and each collective from the root's entry.
   std::chrono::nanoseconds timeout = std::chrono::seconds(60);
 };
 
+/// How much longer than the timeout a non-root rank waits for the root's
+/// verdict (at most half the timeout), so that it reports the root's
+/// "ranks 3, 5 did not arrive" rather than only "no answer from rank 0".
+inline constexpr std::chrono::nanoseconds kVerdictGrace = std::chrono::seconds(2);
+
 class Bootstrap final : public ibbcast::Bootstrap {
  public:
-  /// Connects the job. kInvalidArgument for a bad rank/size/address,
-  /// kTimedOut naming the ranks that never came, kMismatch when the root
-  /// refused this rank (another job, duplicate rank, other size).
+  /// Connects the job. kInvalidArgument for a bad rank/size/address/timeout
+  /// or a rank another process holds already; kMismatch when the root
+  /// refused this rank for another job token or job size; kTimedOut naming
+  /// the ranks that never came (on every rank that did).
   static Result<std::unique_ptr<Bootstrap>> create(const Options& opt);
   ~Bootstrap() override;
   Bootstrap(const Bootstrap&) = delete;
@@ -41,17 +48,28 @@ class Bootstrap final : public ibbcast::Bootstrap {
 
   uint32_t rank() const override { return opt_.rank; }
   uint32_t size() const override { return opt_.size; }
+  /// Star through rank 0: each rank sends its bytes with the call's sequence
+  /// number, rank 0 checks every size (kMismatch to all on disagreement) and
+  /// sends the whole result back. Errors: kTimedOut naming the ranks that did
+  /// not arrive, kPeerFailed naming a rank that closed, on every rank.
   Status allgather(std::span<const std::byte> mine, std::span<std::byte> all) override;
   Status barrier() override { return allgather({}, {}); }
+  /// The same exchange, waiting in poll slices of at most 1 ms between calls
+  /// of `while_waiting`.
   Status progressing_barrier(const std::function<void()>& while_waiting) override;
 
  private:
   explicit Bootstrap(const Options& opt) : opt_(opt) {}
-  Status connect_job();
+  Status accept_job();  // rank 0
+  Status join_job();    // the others
   Status exchange(std::span<const std::byte> mine, std::span<std::byte> all,
                   const std::function<void()>* while_waiting);
+  Status gather_at_root(std::span<const std::byte> mine, std::span<std::byte> all,
+                        const std::function<void()>* while_waiting);
   /// Tells every connected rank `st` (root only) and returns it.
   Status broadcast_error(const Status& st);
+  /// The non-roots' deadline: the timeout plus the grace for the root's verdict.
+  std::chrono::nanoseconds patience() const;
 
   Options opt_;
   int listen_fd_ = -1;

@@ -1,49 +1,19 @@
 #include "transports/tcp_io.h"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 namespace ibbcast::tcp::io {
 namespace {
 
 constexpr uint32_t kErrorFlag = 0x80000000u;
-constexpr uint32_t kMaxFrame = 0x7fffffffu;
-
-int wait_ms(Clock::time_point deadline, bool progressing) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(left, 0, progressing ? 1 : 100));
-}
-
-Result<addrinfo*> resolve(const std::string& text, bool passive) {
-  std::string host, port;
-  IBBCAST_RETURN_IF_ERROR(split_host_port(text, &host, &port));
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? AI_PASSIVE : 0;
-  addrinfo* res = nullptr;
-  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
-      rc != 0) {
-    return make_error(Errc::kInvalidArgument, "bootstrap root " + text + ": " + ::gai_strerror(rc));
-  }
-  return res;
-}
-
-void tune(int fd) {
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
+constexpr std::size_t kHeader = 8;
+constexpr std::size_t kMaxError = 64 * 1024;
 
 Status io_error(const char* what, const std::string& who) {
   const int e = errno;
@@ -55,71 +25,30 @@ Status io_error(const char* what, const std::string& who) {
 
 }  // namespace
 
-Status split_host_port(const std::string& text, std::string* host, std::string* port) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon + 1 == text.size()) {
-    return make_error(Errc::kInvalidArgument,
-                      "bootstrap root '" + text + "' is not host:port or [ipv6]:port");
-  }
-  *host = text.substr(0, colon);
-  *port = text.substr(colon + 1);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  return Status::ok();
+std::string rank_name(uint32_t r) {
+  return r == 0 ? "rank 0 (the bootstrap root)" : "rank " + std::to_string(r);
 }
 
-Result<int> listen_on(const std::string& text, int backlog) {
-  auto res = resolve(text, true);
-  if (!res) return res.status();
-  std::string why = "no address";
-  for (addrinfo* a = *res; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, backlog) == 0) {
-      ::freeaddrinfo(*res);
-      tune(fd);
-      return fd;
-    }
-    why = std::strerror(errno);
-    ::close(fd);
-  }
-  ::freeaddrinfo(*res);
-  return make_error(Errc::kNoResource, "bootstrap root cannot listen on " + text + ": " + why +
-                                           " (another job on this port? pick another)");
+std::string ranks_text(const std::vector<uint32_t>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    s += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+  return s;
 }
 
-Result<int> connect_to(const std::string& text, Clock::time_point deadline) {
-  std::string why = "timed out";
-  while (Clock::now() < deadline) {
-    auto res = resolve(text, false);
-    if (!res) return res.status();
-    for (addrinfo* a = *res; a != nullptr; a = a->ai_next) {
-      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd < 0) continue;
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-        ::freeaddrinfo(*res);
-        tune(fd);
-        return fd;
-      }
-      why = std::strerror(errno);
-      ::close(fd);
-    }
-    ::freeaddrinfo(*res);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the root is not up yet
-  }
-  return make_error(Errc::kTimedOut, "no bootstrap root at " + text + " (" + why + ")");
+int wait_ms(Clock::time_point deadline, int cap_ms) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, cap_ms));
 }
 
 Status send_frame(int fd, uint32_t seq, std::span<const std::byte> payload,
                   Clock::time_point deadline, const std::string& who) {
   if (payload.size() > kMaxFrame) return make_error(Errc::kInvalidArgument, "frame too large");
-  const uint32_t head[2] = {static_cast<uint32_t>(payload.size()), seq};
-  std::vector<std::byte> buf(sizeof head + payload.size());
-  std::memcpy(buf.data(), head, sizeof head);
-  std::copy(payload.begin(), payload.end(), buf.begin() + sizeof head);
+  const uint32_t head[2] = {htonl(static_cast<uint32_t>(payload.size())), htonl(seq)};
+  std::vector<std::byte> buf(kHeader + payload.size());
+  std::memcpy(buf.data(), head, kHeader);
+  std::copy(payload.begin(), payload.end(), buf.begin() + kHeader);
   std::size_t done = 0;
   while (done < buf.size()) {
     const ssize_t n = ::send(fd, buf.data() + done, buf.size() - done, MSG_NOSIGNAL);
@@ -132,19 +61,20 @@ Status send_frame(int fd, uint32_t seq, std::span<const std::byte> payload,
       return make_error(Errc::kTimedOut, who + " took nothing from the bootstrap for too long");
     }
     pollfd p{fd, POLLOUT, 0};
-    ::poll(&p, 1, wait_ms(deadline, false));
+    ::poll(&p, 1, wait_ms(deadline, 100));
   }
   return Status::ok();
 }
 
 Status send_error(int fd, uint32_t seq, const Status& st) {
-  std::vector<std::byte> body(1 + st.message().size());
-  body[0] = static_cast<std::byte>(st.code());
-  std::memcpy(body.data() + 1, st.message().data(), st.message().size());
-  const uint32_t head[2] = {static_cast<uint32_t>(body.size()) | kErrorFlag, seq};
-  // Best effort and short: the receiver may be gone already.
-  (void)::send(fd, head, sizeof head, MSG_NOSIGNAL | MSG_DONTWAIT);
-  (void)::send(fd, body.data(), body.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  const std::string& text = st.message();
+  const uint32_t head[2] = {htonl(static_cast<uint32_t>(1 + text.size()) | kErrorFlag), htonl(seq)};
+  std::vector<std::byte> buf(kHeader + 1 + text.size());
+  std::memcpy(buf.data(), head, kHeader);
+  buf[kHeader] = static_cast<std::byte>(st.code());
+  std::memcpy(buf.data() + kHeader + 1, text.data(), text.size());
+  // Best effort and never blocking: the receiver may be gone already.
+  (void)::send(fd, buf.data(), buf.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   return st;
 }
 
@@ -152,23 +82,29 @@ Result<bool> Reader::step(const std::string& who) {
   for (;;) {
     std::byte* dst;
     std::size_t want;
-    if (got < sizeof header) {
+    if (got < kHeader) {
       dst = header + got;
-      want = sizeof header - got;
+      want = kHeader - got;
     } else {
-      uint32_t head[2];
-      std::memcpy(head, header, sizeof head);
-      const std::size_t len = head[0] & kMaxFrame;
       if (!parsed) {
-        parsed = true;
+        uint32_t head[2];
+        std::memcpy(head, header, kHeader);
+        const uint32_t word = ntohl(head[0]);
+        const std::size_t len = word & kMaxFrame;
+        frame.seq = ntohl(head[1]);
+        frame.error = (word & kErrorFlag) != 0;
+        if (const std::size_t most = frame.error ? kMaxError : limit; len > most) {
+          return make_error(Errc::kMismatch, who + " sent " + std::to_string(len) +
+                                                 " bytes where at most " + std::to_string(most) +
+                                                 " were expected");
+        }
         frame.payload.resize(len);
-        frame.seq = head[1];
-        frame.error = (head[0] & kErrorFlag) != 0;
+        parsed = true;
       }
-      const std::size_t have = got - sizeof header;
-      if (have == len) return true;
+      const std::size_t have = got - kHeader;
+      if (have == frame.payload.size()) return true;
       dst = frame.payload.data() + have;
-      want = len - have;
+      want = frame.payload.size() - have;
     }
     const ssize_t n = ::recv(fd, dst, want, MSG_DONTWAIT);
     if (n > 0) {
@@ -182,25 +118,30 @@ Result<bool> Reader::step(const std::string& who) {
 }
 
 Result<Frame> recv_frame(int fd, Clock::time_point deadline, const std::string& who,
-                         const std::function<void()>* while_waiting) {
+                         std::size_t limit, const std::function<void()>* while_waiting) {
   Reader r;
   r.fd = fd;
+  r.limit = limit;
   for (;;) {
     auto done = r.step(who);
     if (!done) return done.status();
     if (*done) return std::move(r.frame);
     if (Clock::now() >= deadline) {
-      return make_error(Errc::kTimedOut, who + " sent nothing to the bootstrap in time");
+      return make_error(Errc::kTimedOut, "no answer from " + who + " within the bootstrap timeout");
     }
     pollfd p{fd, POLLIN, 0};
-    ::poll(&p, 1, wait_ms(deadline, while_waiting != nullptr));
+    ::poll(&p, 1, wait_ms(deadline, while_waiting != nullptr ? 1 : 100));
     if (while_waiting != nullptr) (*while_waiting)();
   }
 }
 
 Status error_of(const Frame& f, const std::string& who) {
   if (f.payload.empty()) return make_error(Errc::kInternal, who + " sent an empty error");
-  const auto code = static_cast<Errc>(f.payload[0]);
+  // A code from a newer peer that this build does not know is still an error.
+  const auto raw = std::to_integer<uint8_t>(f.payload[0]);
+  const auto code = raw > static_cast<uint8_t>(Errc::kInternal) || raw == 0
+                        ? Errc::kInternal
+                        : static_cast<Errc>(raw);
   std::string text(reinterpret_cast<const char*>(f.payload.data()) + 1, f.payload.size() - 1);
   return make_error(code, text);
 }

@@ -1,5 +1,6 @@
 // The conformance suite with real processes: one process per rank, launched
-// by mpirun (PMIx bootstrap), each in its own network namespace of the
+// by mpirun (PMIx bootstrap) or with IBBCAST_BOOTSTRAP_ROOT, IBBCAST_BOOTSTRAP_RANK and
+// IBBCAST_BOOTSTRAP_SIZE (TCP bootstrap), each in its own network namespace of the
 // namespace fabric when IBBCAST_NETNS_PREFIX is set (see
 // tests/integration/conformance_procs.sh). The backend named by
 // IBBCAST_TRANSPORT (udp, dpdk) carries multicast, UCX the reliable channel,
