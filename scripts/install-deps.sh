@@ -6,7 +6,7 @@ pkgs=(meson ninja-build pkg-config g++ clang clang-format libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev iproute2 nftables python3
       libucx-dev libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
       dpdk-dev libdpdk-dev
-      libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils
+      libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils perftest
       qemu-system-x86 linux-image-amd64 busybox-static xz-utils cpio file)
 missing=()
 for p in "${pkgs[@]}"; do
