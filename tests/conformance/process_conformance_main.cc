@@ -54,6 +54,10 @@ TEST(ProcessConformance, EveryAlgorithmBroadcastsByteExact) {
   run_check(every_algorithm_broadcasts);
 }
 
+TEST(ProcessConformance, GroupCyclesLeaveNothingBehind) {
+  run_check(group_cycles_leave_nothing);
+}
+
 TEST(ProcessConformance, LargeBroadcastThenForeignCollective) {
   run_check(large_broadcast_then_foreign_collective);
 }

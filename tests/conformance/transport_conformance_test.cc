@@ -91,6 +91,10 @@ TEST_P(Conformance, LargeBroadcastThenForeignCollective) {
   run_check(3, large_broadcast_then_foreign_collective);
 }
 
+TEST_P(Conformance, GroupCyclesLeaveNothingBehind) {
+  run_check(3, group_cycles_leave_nothing);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(backends()),
                          [](const ::testing::TestParamInfo<Backend>& i) { return i.param.name; });
 
