@@ -90,6 +90,11 @@ class P2pChannel {
   virtual void hand_off() = 0;
 };
 
+/// Opens a reliable channel (collectively: every rank calls it in the same
+/// order). Backends take one so that any channel (UCX, an in-process one in
+/// tests) can carry their stage 2.
+using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
+
 /// A registered memory range; deregisters when destroyed. Move-only.
 class MemoryRegion {
  public:

@@ -6,16 +6,12 @@
 // af_packet has no receive interrupts, and busy polling several ranks on two
 // cores starves them.
 
-#include <functional>
 #include <memory>
 
 #include "core/transport.h"
 #include "dpdk/dpdk_config.h"
 
 namespace ibbcast::dpdk {
-
-/// Opens the reliable channel; called collectively from Transport::open_p2p.
-using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
 
 /// Starts the EAL and the port on first use (see eal.h). The reliable
 /// channel is `p2p` when given, else the frames channel over the same port

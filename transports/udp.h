@@ -6,16 +6,12 @@
 // One epoll fd covers the sockets and the reliable channel, so a waiting rank
 // sleeps instead of spinning.
 
-#include <functional>
 #include <memory>
 
 #include "core/transport.h"
 #include "transports/udp_config.h"
 
 namespace ibbcast::udp {
-
-/// Opens the reliable channel; called collectively from Transport::open_p2p.
-using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
 
 /// kUnsupported with a hint when no interface fits `cfg`.
 Result<std::unique_ptr<Transport>> make_transport(const UdpConfig& cfg, P2pFactory p2p);

@@ -6,15 +6,12 @@
 // covers every group's completion channel and the reliable channel's fd, so
 // a waiting rank sleeps.
 
-#include <functional>
 #include <memory>
 
 #include "core/transport.h"
 #include "verbs/verbs_config.h"
 
 namespace ibbcast::verbs {
-
-using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
 
 /// Opens the device and port `cfg` names (see device.h). kUnsupported, with
 /// what to do, when the machine has no usable RDMA device. The reliable

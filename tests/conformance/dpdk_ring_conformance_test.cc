@@ -115,7 +115,7 @@ std::vector<RankEnv> ring_env(uint32_t ranks, bool frames) {
     cfg.port = g_hub->port_id(r);
     cfg.mbufs = 4095;
     auto boot = loopback::make_bootstrap(f, r);
-    dpdk::P2pFactory p2p;
+    P2pFactory p2p;
     if (!frames) p2p = [f, r] { return loopback::make_transport(f, r)->open_p2p(); };
     auto t = dpdk::make_transport(cfg, p2p, boot.get());
     if (!t) {
