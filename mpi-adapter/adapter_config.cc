@@ -12,7 +12,15 @@ using namespace config_detail;
 // Every rank of a communicator must reach the same decision from these, so
 // they are read once per process from the environment mpirun exports to all
 // ranks; a rank-dependent value would split the decision (and hang).
-const std::array<ConfigField<AdapterConfig>, 5> kTable = {{
+Status parse_transport(AdapterConfig& c, std::string_view t) {
+  if (t != "auto" && t != "udp" && t != "dpdk" && t != "verbs") {
+    return make_error(Errc::kInvalidArgument, "mpi_transport must be auto, udp, dpdk or verbs");
+  }
+  c.transport = std::string(t);
+  return Status::ok();
+}
+
+const std::array<ConfigField<AdapterConfig>, 6> kTable = {{
     bool_field<&AdapterConfig::enable>("mpi_enable", "on",
                                        "MPI adapter on/off (off: the MPI's own broadcast)"),
     uint_field<&AdapterConfig::min_ranks>(
@@ -23,6 +31,9 @@ const std::array<ConfigField<AdapterConfig>, 5> kTable = {{
         "mpi_max_bytes", "0", "messages with more bytes use the MPI's own broadcast; 0 = none"),
     bool_field<&AdapterConfig::print_stats>(
         "mpi_print_stats", "off", "rank 0 of a communicator prints its statistics when freed"),
+    {"mpi_transport", "auto",
+     "multicast backend: udp, dpdk, verbs, or auto (verbs if every rank has an active RDMA port)",
+     parse_transport, [](const AdapterConfig& c) { return c.transport; }},
 }};
 
 }  // namespace

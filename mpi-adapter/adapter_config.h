@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "core/config.h"
 
@@ -16,6 +17,9 @@ struct AdapterConfig {
   uint64_t min_bytes = 0;    ///< smaller messages use the MPI's own broadcast
   uint64_t max_bytes = 0;    ///< larger messages use the MPI's own broadcast; 0 = no limit
   bool print_stats = false;  ///< rank 0 of each communicator prints its statistics when freed
+  /// Multicast backend: udp, dpdk, verbs, or auto (verbs when every rank of
+  /// the communicator has an active RDMA port, else udp).
+  std::string transport = "auto";
 };
 
 std::span<const ConfigField<AdapterConfig>> adapter_config_table();

@@ -6,7 +6,11 @@
 
 #include "core/engine_config.h"
 #include "core/log.h"
+#include "ibbcast_build.h"
 #include "transports/factory.h"
+#if IBBCAST_HAVE_VERBS
+#include "verbs/device.h"
+#endif
 
 namespace ibbcast::mpi {
 namespace {
@@ -15,12 +19,15 @@ struct Settings {
   Config<AdapterConfig> adapter{"mpi", adapter_config_table()};
   Config<EngineConfig> engine{"engine", engine_config_table()};
   Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
+  Config<dpdk::DpdkConfig> dpdk{"dpdk", dpdk::dpdk_config_table()};
+  Config<verbs::VerbsConfig> verbs{"verbs", verbs::verbs_config_table()};
 };
 
 const Settings& settings() {
   static Settings* s = [] {
     auto* out = new Settings;  // lives until exit: read from callbacks at finalize
-    for (Status st : {out->adapter.load_env(), out->engine.load_env(), out->udp.load_env()}) {
+    for (Status st : {out->adapter.load_env(), out->engine.load_env(), out->udp.load_env(),
+                      out->dpdk.load_env(), out->verbs.load_env()}) {
       if (!st) {
         log_warning("ibbcast-mpi: adapter off, bad IBBCAST_* setting: " + st.to_string());
         out->adapter.mutable_value().enable = false;
@@ -81,6 +88,22 @@ bool all_ok(MpiBootstrap& boot, const Status& mine, std::string* why) {
   return true;
 }
 
+// The same name on every rank: "auto" takes verbs only when every rank of
+// the communicator has an active RDMA port (one allgather), else udp.
+std::string choose_transport(MpiBootstrap& boot, const std::string& wanted) {
+  if (wanted != "auto") return wanted;
+  bool active = false;
+#if IBBCAST_HAVE_VERBS
+  (void)verbs::describe_devices(&active);
+#endif
+  const std::byte mine{static_cast<uint8_t>(active ? 1 : 0)};
+  std::vector<std::byte> all(boot.size());
+  if (!boot.allgather(std::span(&mine, 1), all)) return "udp";
+  for (std::byte b : all)
+    if (b != std::byte{1}) return "udp";
+  return "verbs";
+}
+
 }  // namespace
 
 const AdapterConfig& adapter_config() {
@@ -96,7 +119,9 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
   }
   s->boot_ = std::move(*boot);
   MpiBootstrap& b = *s->boot_;
-  auto t = make_fabric_transport("udp", {settings().udp.value(), {}, {}}, b);
+  const Settings& cfg = settings();
+  auto t = make_fabric_transport(choose_transport(b, cfg.adapter.value().transport),
+                                 {cfg.udp.value(), cfg.dpdk.value(), cfg.verbs.value()}, b);
   if (t) s->transport_ = std::move(*t);
   if (!all_ok(b, t.status(), &s->reason_)) return s;
   auto g = Group::create(*s->transport_, b, settings().engine.value());
