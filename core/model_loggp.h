@@ -49,9 +49,10 @@ struct ModelInput {
 struct Prediction {
   double last = 0;     ///< us until the last non-root rank owns the message
   double mean = 0;     ///< mean over the non-root ranks of the time they own the message
-  bool exact = false;  ///< true: equals the simulator's result (in expectation under loss);
-                       ///< false: a lower bound (split-binary, scatter-allgather) or, for
-                       ///< two-stage with loss and several fragments, an estimate
+  bool exact = false;  ///< true: equals the simulator's result (loss 0); false: a lower
+                       ///< bound (split-binary, scatter-allgather) or, for two-stage under
+                       ///< loss, an estimate (its mean is exact in expectation for one
+                       ///< fragment, its last rank an Erdos-Renyi longest-run estimate)
 };
 
 /// The prediction for `in` under `m`. p < 2 or n == 0 predicts 0 (exact).

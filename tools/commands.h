@@ -7,6 +7,7 @@ int cmd_demo(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_info(int argc, char** argv);
+int cmd_sim(int argc, char** argv);
 int cmd_config_doc(int argc, char** argv);
 
 }  // namespace ibbcast::tool

@@ -23,6 +23,9 @@ void usage() {
       "              --transport udp|dpdk|verbs\n"
       "              --stream adds one UCX point-to-point stream (rank 0 -> 1) per size\n"
       "              --max-only skips the per-node method (p-1 times longer)\n"
+      "  sim         LogGP simulator and model, up to 1m ranks, CSV (+ --svg FILE plots):\n"
+      "              --ranks 8,64,1m --algorithms two_stage,binomial --size 1k --losses 0,0.1\n"
+      "              --root-delays 0,20us --skew uniform --skew-scale 50us --loggp L,o,g,G\n"
       "  info        backends of this build; --config: every knob, value, origin\n"
       "  config-doc  docs/config.md, generated from the config tables\n"
       "engine knobs work as flags everywhere: --algorithm two_stage --fragment-size 4k ...\n"
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
     return 2;
 #endif
   }
+  if (cmd == "sim") return ibbcast::tool::cmd_sim(argc - 2, argv + 2);
   if (cmd == "info") return ibbcast::tool::cmd_info(argc - 2, argv + 2);
   if (cmd == "config-doc") return ibbcast::tool::cmd_config_doc(argc - 2, argv + 2);
   std::fprintf(stderr, "ibbcast: unknown command '%s'\n", cmd.c_str());

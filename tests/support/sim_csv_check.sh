@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `ibbcast sim` end to end: a small sweep must give one CSV row per (ranks, algorithm, loss,
+# root delay) with 20 fields, simulator == model where the model is exact, and an SVG.
+set -euo pipefail
+tool=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$tool" sim --ranks 8,64,1k --algorithms two_stage,binomial,chain,scatter_allgather \
+  --losses 0,0.1 --root-delays 0,10us --size 4k --fragment-size 1k \
+  --csv "$dir/sim.csv" --svg "$dir/sim.svg"
+# Loss applies to two_stage only: 3 ranks x (2 + 1 + 1 + 1) x 2 delays = 30 rows.
+awk -F, '
+  NR == 1 {
+    if (NF != 20 || $1 != "algorithm" || $10 != "sim_last_us" || $14 != "model_last_us") {
+      print "bad header: " $0; exit 1
+    }
+    next
+  }
+  {
+    if (NF != 20) { print "row " NR " has " NF " fields"; exit 1 }
+    rows++
+    if ($16 == 1) {
+      d = $10 - $14; if (d < 0) d = -d
+      if (d > 1e-3) { print "row " NR ": sim " $10 " != model " $14; exit 1 }
+      exact++
+    }
+    if ($1 == "scatter_allgather" && $10 < $14) { print "row " NR ": below the bound"; exit 1 }
+    if ($1 != "two_stage" && $5 != 0) { print "row " NR ": loss on a p2p algorithm"; exit 1 }
+  }
+  END {
+    if (rows != 30) { print rows " rows, want 30"; exit 1 }
+    if (exact < 18) { print exact " exact rows, want >= 18"; exit 1 }
+  }' "$dir/sim.csv"
+head -c 200 "$dir/sim.svg" | grep -q "<svg" || { echo "no svg"; exit 1; }
+grep -q "Latency vs ranks" "$dir/sim.svg" || { echo "svg lacks the ranks panel"; exit 1; }
+# Bad input is an error, not a crash.
+if "$tool" sim --ranks 3m >/dev/null 2>&1; then echo "accepted 3m ranks"; exit 1; fi
+echo "sim csv: ok"

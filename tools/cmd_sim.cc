@@ -1,0 +1,281 @@
+// `ibbcast sim`: sweeps the discrete-event simulator (core/sim.h) over group sizes,
+// algorithms, loss rates and root delays, next to the LogGP model (core/model_loggp.h).
+// CSV to stdout or --csv FILE; --svg FILE draws latency vs ranks, the per-rank completion
+// spread, and the effect of loss and of root delay at the largest group.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/sim.h"
+#include "core/units.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/svg_plot.h"
+
+namespace ibbcast::tool {
+namespace {
+
+struct SimSetup {
+  std::vector<uint32_t> ranks;
+  std::vector<Algorithm> algorithms;
+  std::vector<double> losses, delays;  // delays in us
+  SimParams base;
+  std::string csv, svg;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double micros(Duration d) {
+  return static_cast<double>(d.count()) / 1000.0;
+}
+
+Result<double> parse_real(const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0') return make_error(Errc::kInvalidArgument, "not a number: " + s);
+  return v;
+}
+
+Status read_lists(const Args& a, SimSetup& s) {
+  for (const auto& r : split(option(a, "ranks", "8,64,512,4k,32k,256k"))) {
+    auto v = parse_size(r);  // "1m" = 1,048,576 ranks
+    IBBCAST_RETURN_IF_ERROR(v.status());
+    if (*v < 2 || *v > kSimMaxRanks)
+      return make_error(Errc::kInvalidArgument, "--ranks: 2..1m, got " + r);
+    s.ranks.push_back(static_cast<uint32_t>(*v));
+  }
+  const std::string all =
+      "two_stage,linear,chain,fragmented_chain,binary,binomial,knomial,"
+      "split_binary,scatter_allgather,fibo_tree";
+  for (const auto& name : split(option(a, "algorithms", all))) {
+    auto alg = parse_algorithm(name);
+    if (!alg || *alg == Algorithm::kAuto)
+      return make_error(Errc::kInvalidArgument, "--algorithms: unknown '" + name + "'");
+    s.algorithms.push_back(*alg);
+  }
+  for (const auto& l : split(option(a, "losses", "0"))) {
+    auto v = parse_real(l.back() == '%' ? l.substr(0, l.size() - 1) : l);
+    IBBCAST_RETURN_IF_ERROR(v.status());
+    const double q = l.back() == '%' ? *v / 100 : *v;
+    if (!(q >= 0 && q <= 1)) return make_error(Errc::kInvalidArgument, "--losses: 0..1 or %");
+    s.losses.push_back(q);
+  }
+  const std::string delay = format_duration(a.engine.value().root_delay);
+  for (const auto& d : split(option(a, "root-delays", delay))) {
+    auto v = parse_duration(d);
+    IBBCAST_RETURN_IF_ERROR(v.status());
+    s.delays.push_back(micros(*v));
+  }
+  if (s.ranks.empty() || s.algorithms.empty() || s.losses.empty() || s.delays.empty())
+    return make_error(Errc::kInvalidArgument, "empty list");
+  return Status::ok();
+}
+
+Result<SimSetup> read_setup(const Args& a) {
+  SimSetup s;
+  IBBCAST_RETURN_IF_ERROR(read_lists(a, s));
+  const EngineConfig& e = a.engine.value();
+  ModelInput& in = s.base.in;
+  auto size = parse_size(option(a, "size", "1k"));
+  auto seed = parse_uint(option(a, "seed", "1"));
+  auto scale = parse_duration(option(a, "skew-scale", "0"));
+  for (const Status& st : {size.status(), seed.status(), scale.status()})
+    IBBCAST_RETURN_IF_ERROR(st);
+  in.n = *size;
+  // 0 is "the transport's maximum" for the engine; the simulator has no transport: 8 KiB.
+  in.fragment_size = e.fragment_size == 0 ? 8192 : e.fragment_size;
+  in.knomial_radix = e.knomial_radix;
+  in.fibo_s = e.fibo_s;
+  in.fibo_r = e.fibo_r;
+  s.base.seed = *seed;
+  s.base.skew_scale = micros(*scale);
+  const std::string skew = option(a, "skew", "none");
+  if (skew == "none") {
+    s.base.skew = Skew::kNone;
+  } else if (skew == "uniform") {
+    s.base.skew = Skew::kUniform;
+  } else if (skew == "exponential") {
+    s.base.skew = Skew::kExponential;
+  } else {
+    return make_error(Errc::kInvalidArgument, "--skew none|uniform|exponential");
+  }
+  s.base.early_drop = option(a, "early-drop", "0") == "1";
+  const auto loggp = split(option(a, "loggp", "5,1.5,2,0.0008"));
+  if (loggp.size() != 4) return make_error(Errc::kInvalidArgument, "--loggp L,o,g,G (us, us/B)");
+  double* field[] = {&s.base.model.L, &s.base.model.o, &s.base.model.g, &s.base.model.G};
+  for (int i = 0; i < 4; ++i) {
+    auto v = parse_real(loggp[i]);
+    IBBCAST_RETURN_IF_ERROR(v.status());
+    if (*v < 0) return make_error(Errc::kInvalidArgument, "--loggp values must be >= 0");
+    *field[i] = *v;
+  }
+  s.csv = option(a, "csv", "");
+  s.svg = option(a, "svg", "");
+  return s;
+}
+
+struct Row {
+  SimParams sp;
+  SimResult r;
+  Prediction m;
+  double p50 = 0, p99 = 0, wall_ms = 0;
+};
+
+double quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(q * (v.size() - 1)));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+  return v[i];
+}
+
+/// The per-rank completion times of a run, sorted, as a CDF of at most 200 points.
+std::vector<std::pair<double, double>> cdf(std::vector<double> done) {
+  done.erase(done.begin());  // the root
+  std::sort(done.begin(), done.end());
+  std::vector<std::pair<double, double>> pts;
+  const std::size_t n = done.size();
+  for (std::size_t k = 0; k <= 200 && n > 0; ++k) {
+    const std::size_t i = std::min(n - 1, k * (n - 1) / 200);
+    pts.emplace_back(done[i], static_cast<double>(i + 1) / static_cast<double>(n));
+  }
+  return pts;
+}
+
+void write_csv(std::FILE* f, const std::vector<Row>& rows) {
+  std::fputs(
+      "algorithm,ranks,bytes,fragment_size,loss,root_delay_us,skew,skew_scale_us,seed,"
+      "sim_last_us,sim_mean_us,sim_p50_us,sim_p99_us,model_last_us,model_mean_us,model_exact,"
+      "lost,repaired,events,wall_ms\n",
+      f);
+  static constexpr const char* kSkew[] = {"none", "uniform", "exponential"};
+  for (const Row& w : rows) {
+    const ModelInput& in = w.sp.in;
+    std::fprintf(
+        f, "%s,%u,%llu,%u,%g,%g,%s,%g,%llu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%llu,%llu,%llu,%.1f\n",
+        std::string(algorithm_name(in.algorithm)).c_str(), in.p,
+        static_cast<unsigned long long>(in.n), in.fragment_size, in.loss, in.root_delay,
+        kSkew[static_cast<int>(w.sp.skew)], w.sp.skew_scale,
+        static_cast<unsigned long long>(w.sp.seed), w.r.last, w.r.mean, w.p50, w.p99, w.m.last,
+        w.m.mean, w.m.exact ? 1 : 0, static_cast<unsigned long long>(w.r.lost),
+        static_cast<unsigned long long>(w.r.repaired), static_cast<unsigned long long>(w.r.events),
+        w.wall_ms);
+  }
+}
+
+std::vector<Panel> plots(const SimSetup& s, const std::vector<Row>& rows,
+                         const std::map<Algorithm, std::vector<double>>& spread) {
+  const uint32_t big = *std::max_element(s.ranks.begin(), s.ranks.end());
+  const std::string at = ", " + tick_label(big) + " ranks";
+  // Log axes where algorithms differ by orders of magnitude (linear and chains vs trees).
+  Panel vs_ranks{"Latency vs ranks (last rank)", "ranks", "us", true, true, {}};
+  Panel cdf_panel{"Per-rank completion" + at, "us", "fraction done", true, false, {}};
+  Panel loss{"two_stage vs multicast loss" + at, "loss", "us", false, false, {}};
+  Panel delay{"Effect of root delay" + at, "root delay (us)", "us", false, true, {}};
+  Series loss_last{"sim last", {}}, loss_mean{"sim mean", {}},
+      loss_model{"model (no skew)", {}, true};
+  for (Algorithm a : s.algorithms) {
+    const std::string name(algorithm_name(a));
+    Series lat{name, {}}, del{name, {}};
+    for (const Row& w : rows) {
+      if (w.sp.in.algorithm != a) continue;
+      const bool first_loss = w.sp.in.loss == s.losses[0];
+      const bool first_delay = w.sp.in.root_delay == s.delays[0];
+      if (first_loss && first_delay) lat.points.emplace_back(w.sp.in.p, w.r.last);
+      if (w.sp.in.p == big && first_loss) del.points.emplace_back(w.sp.in.root_delay, w.r.last);
+      if (w.sp.in.p == big && first_delay && a == Algorithm::kTwoStage) {
+        loss_last.points.emplace_back(w.sp.in.loss, w.r.last);
+        loss_mean.points.emplace_back(w.sp.in.loss, w.r.mean);
+        loss_model.points.emplace_back(w.sp.in.loss, w.m.mean);
+      }
+    }
+    vs_ranks.series.push_back(std::move(lat));
+    delay.series.push_back(std::move(del));
+    if (auto it = spread.find(a); it != spread.end())
+      cdf_panel.series.push_back({name, cdf(it->second)});
+  }
+  loss.series = {loss_last, loss_mean, loss_model};
+  return {vs_ranks, cdf_panel, loss, delay};
+}
+
+Status write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  f.close();
+  if (!f) return make_error(Errc::kInvalidArgument, "cannot write " + path);
+  return Status::ok();
+}
+
+}  // namespace
+
+int cmd_sim(int argc, char** argv) {
+  auto args = parse_args(argc, argv,
+                         {"ranks", "algorithms", "size", "losses", "root-delays", "skew",
+                          "skew-scale", "seed", "loggp", "csv", "svg"},
+                         {"early-drop"});
+  Result<SimSetup> setup = args ? read_setup(*args) : Result<SimSetup>(args.status());
+  if (!setup) {
+    std::fprintf(stderr, "ibbcast sim: %s\n", setup.status().to_string().c_str());
+    return 2;
+  }
+  const SimSetup& s = *setup;
+  const uint32_t big = *std::max_element(s.ranks.begin(), s.ranks.end());
+  std::vector<Row> rows;
+  std::map<Algorithm, std::vector<double>> spread;  // per-rank times at the largest group
+  for (uint32_t p : s.ranks) {
+    for (Algorithm a : s.algorithms) {
+      for (double q : s.losses) {
+        if (q > 0 && a != Algorithm::kTwoStage) continue;  // only multicast datagrams are lost
+        for (double d : s.delays) {
+          Row w;
+          w.sp = s.base;
+          w.sp.in.algorithm = a;
+          w.sp.in.p = p;
+          w.sp.in.loss = q;
+          w.sp.in.root_delay = d;
+          const auto t0 = std::chrono::steady_clock::now();
+          auto r = simulate(w.sp);
+          w.wall_ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                  .count();
+          if (!r) {
+            std::fprintf(stderr, "ibbcast sim: %s\n", r.status().to_string().c_str());
+            return 2;
+          }
+          w.r = std::move(*r);
+          w.m = predict_loggp(w.sp.model, w.sp.in);
+          std::vector<double> others(w.r.done.begin() + 1, w.r.done.end());
+          w.p50 = quantile(others, 0.5);
+          w.p99 = quantile(others, 0.99);
+          if (p == big && q == s.losses[0] && d == s.delays[0]) spread[a] = w.r.done;
+          w.r.done = {};  // the CSV needs only the summary
+          rows.push_back(std::move(w));
+        }
+      }
+    }
+  }
+  std::FILE* out = s.csv.empty() ? stdout : std::fopen(s.csv.c_str(), "w");
+  if (out == nullptr) {
+    std::fprintf(stderr, "ibbcast sim: cannot write %s\n", s.csv.c_str());
+    return 2;
+  }
+  write_csv(out, rows);
+  if (out != stdout) std::fclose(out);
+  if (!s.svg.empty()) {
+    if (Status st = write_file(s.svg, svg_document(plots(s, rows, spread), 2)); !st) {
+      std::fprintf(stderr, "ibbcast sim: %s\n", st.to_string().c_str());
+      return 2;
+    }
+  }
+  return 0;
+}
+
+}  // namespace ibbcast::tool
