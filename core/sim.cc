@@ -53,9 +53,9 @@ class Sim {
         enter_(p_, 0),
         port_(p_, 0),
         done_(p_, 0) {
-    const uint64_t n =
-        sched.pipelined() ? std::min<uint64_t>(sp.in.fragment_size, sp.in.n) : sp.in.n;
-    m_ = n;
+    // Fragment size 0 is clamped to 1 byte, as fragment_count() does.
+    const uint64_t fs = std::max<uint32_t>(sp.in.fragment_size, 1);
+    m_ = sched.pipelined() ? std::min<uint64_t>(fs, sp.in.n) : sp.in.n;
     m_last_ = sp.in.n - (f_ - 1) * m_;
   }
 

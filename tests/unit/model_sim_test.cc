@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -112,6 +113,15 @@ TEST(Sim, StageTwoRoundsUnderLoss) {
     EXPECT_NEAR(static_cast<double>(s.lost) / (sp.in.p - 1), q, 0.01) << q;
     EXPECT_EQ(s.repaired, s.lost);  // every lost datagram is repaired over the ring, once
   }
+}
+
+TEST(Sim, FragmentSizeZeroIsOneByte) {
+  // Three one-byte fragments down a chain of 3: each hop costs 2 o + L, the root paces the
+  // fragments max(g, o) apart, so rank 2 owns the last at 2 hops + 2 gaps.
+  SimParams sp = params(Algorithm::kFragmentedChain, 3, 3, 0);
+  const double hop = 2 * sp.model.o + sp.model.L, gap = std::max(sp.model.g, sp.model.o);
+  EXPECT_NEAR(run(sp).last, 2 * hop + 2 * gap, 1e-12);
+  EXPECT_NEAR(predict_loggp(sp.model, sp.in).last, 2 * hop + 2 * gap, 1e-12);
 }
 
 TEST(Sim, DeterministicWithSeed) {
