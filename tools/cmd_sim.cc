@@ -1,7 +1,8 @@
 // `ibbcast sim`: sweeps the discrete-event simulator (core/sim.h) over group sizes,
 // algorithms, loss rates and root delays, next to the LogGP model (core/model_loggp.h).
 // CSV to stdout or --csv FILE; --svg FILE draws latency vs ranks, the per-rank completion
-// spread, and the effect of loss and of root delay at the largest group.
+// spread, and the effect of loss and of root delay at the largest group. --torus KxK instead
+// projects the torus multicast models (tools/sim_torus.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "core/units.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/sim_torus.h"
 #include "tools/svg_plot.h"
 
 namespace ibbcast::tool {
@@ -219,8 +221,12 @@ Status write_file(const std::string& path, const std::string& text) {
 int cmd_sim(int argc, char** argv) {
   auto args = parse_args(argc, argv,
                          {"ranks", "algorithms", "size", "losses", "root-delays", "skew",
-                          "skew-scale", "seed", "loggp", "csv", "svg"},
+                          "skew-scale", "seed", "loggp", "csv", "svg", "torus", "partitions"},
                          {"early-drop"});
+  if (args && args->options.count("torus") != 0) {
+    return run_torus(option(*args, "torus", ""), option(*args, "partitions", ""),
+                     option(*args, "csv", ""), option(*args, "svg", ""));
+  }
   Result<SimSetup> setup = args ? read_setup(*args) : Result<SimSetup>(args.status());
   if (!setup) {
     std::fprintf(stderr, "ibbcast sim: %s\n", setup.status().to_string().c_str());

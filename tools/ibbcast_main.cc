@@ -26,6 +26,7 @@ void usage() {
       "  sim         LogGP simulator and model, up to 1m ranks, CSV (+ --svg FILE plots):\n"
       "              --ranks 8,64,1m --algorithms two_stage,binomial --size 1k --losses 0,0.1\n"
       "              --root-delays 0,20us --skew uniform --skew-scale 50us --loggp L,o,g,G\n"
+      "              --torus 8x8 --partitions 8,16: the torus multicast models instead\n"
       "  info        backends of this build; --config: every knob, value, origin\n"
       "  config-doc  docs/config.md, generated from the config tables\n"
       "engine knobs work as flags everywhere: --algorithm two_stage --fragment-size 4k ...\n"

@@ -33,6 +33,13 @@ awk -F, '
   }' "$dir/sim.csv"
 head -c 200 "$dir/sim.svg" | grep -q "<svg" || { echo "no svg"; exit 1; }
 grep -q "Latency vs ranks" "$dir/sim.svg" || { echo "svg lacks the ranks panel"; exit 1; }
+# The torus projections: 5 algorithms (Mu-torus at r = k) x groups 2..16 on a 4x4 torus.
+"$tool" sim --torus 4x4 --csv "$dir/torus.csv"
+rows=$(tail -n +2 "$dir/torus.csv" | wc -l)
+[ "$rows" -eq 75 ] || { echo "torus: $rows rows, want 75"; exit 1; }
+head -1 "$dir/torus.csv" | grep -q '^algorithm,k,dims,group,partition,latency_us,steps$' ||
+  { echo "torus: bad header"; exit 1; }
+if "$tool" sim --torus 4x5 >/dev/null 2>&1; then echo "accepted a 4x5 torus"; exit 1; fi
 # Bad input is an error, not a crash.
 if "$tool" sim --ranks 3m >/dev/null 2>&1; then echo "accepted 3m ranks"; exit 1; fi
 echo "sim csv: ok"
