@@ -31,6 +31,12 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
                       "message larger than " + std::to_string(kMaxMessageSize) + " bytes");
   }
   if (!group_error_.is_ok()) return group_error_;
+  if (id_.auth && !buffer.empty() && next_seq_ >= kAuthMaxBroadcasts) {
+    // The nonce has 40 bits of sequence; past them a tag could repeat.
+    return make_error(Errc::kUnsupported,
+                      "this authenticated group has made 2^40 broadcasts; create a new group "
+                      "(a new key)");
+  }
 
   const Algorithm algo = decide_algorithm(cfg_, id_.size, buffer.size(), id_.multicast_ok);
   ScheduleParams sp;
@@ -56,7 +62,8 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
     op.done = true;
     return op.id;
   }
-  op.bid = next_bid_++;
+  op.seq = next_seq_++;
+  op.bid = static_cast<uint32_t>(op.seq);
   ++stats_.broadcasts[static_cast<std::size_t>(algo)];
   FrameHeader h;
   h.algorithm = static_cast<uint8_t>(algo);
@@ -69,6 +76,10 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
   encode_header(h, op.header);
   op.uniform_children = algo != Algorithm::kSplitBinary && algo != Algorithm::kScatterAllgather;
   if (op.uniform_children) op.schedule.children(id_.rank, 0, op.children);
+  if (id_.auth) {
+    op.tags.resize(op.frags);
+    if (op.is_root) op.tag_ready.assign((op.frags + 63) / 64, 0);
+  }
   if (op.is_root) {
     op.owned_count = op.frags;
     op.release_at = now + (algo == Algorithm::kTwoStage ? cfg_.root_delay : Nanos(0));
@@ -84,7 +95,10 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
     early_.erase(it, early_.end());
     for (const Early& e : mine) {
       if (!e.reliable) --early_multicast_;
-      Frame f{e.header, e.payload};
+      Frame f{e.header,
+              e.payload,
+              id_.auth ? std::span<const std::byte>(e.tag) : std::span<const std::byte>{},
+              {}};
       if (!op.done) deliver(op, f, e.reliable, now);
     }
   }
@@ -96,7 +110,7 @@ void Engine::on_datagram(std::span<const std::byte> bytes, Nanos now) {
   ++stats_.datagrams_received;
   Frame f;
   Reject why{};
-  if (!decode_frame(bytes, &f, &why)) {
+  if (!decode_frame(bytes, &f, &why, id_.auth != nullptr)) {
     ++stats_.rejected[static_cast<std::size_t>(why)];
     return;
   }
@@ -111,7 +125,7 @@ void Engine::on_message(uint32_t from, std::span<const std::byte> bytes, Nanos n
   ++stats_.messages_received;
   Frame f;
   Reject why{};
-  if (!decode_frame(bytes, &f, &why)) {
+  if (!decode_frame(bytes, &f, &why, id_.auth != nullptr)) {
     ++stats_.rejected[static_cast<std::size_t>(why)];
     return;
   }
@@ -138,11 +152,17 @@ void Engine::handle(const Frame& f, bool reliable, uint32_t from, Nanos now) {
     ++stats_.datagrams_self;
     return;
   }
+  // Before anything the frame could change: the user buffer, the early
+  // buffer, a mismatch that would fail the broadcast.
+  if (id_.auth && !authentic(f)) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadTag)];
+    return;
+  }
   if (Op* op = find_bid(h.bid)) {
     deliver(*op, f, reliable, now);
     return;
   }
-  if (bid_before(h.bid, next_bid_)) {
+  if (bid_before(h.bid, static_cast<uint32_t>(next_seq_))) {
     if (reliable) {
       ++stats_.messages_late;
     } else {
@@ -153,8 +173,37 @@ void Engine::handle(const Frame& f, bool reliable, uint32_t from, Nanos now) {
   stash_early(f, reliable, from);
 }
 
+bool Engine::authentic(const Frame& f) {
+  const FrameHeader& h = f.header;
+  if (f.tag.size() != kAuthTagSize || f.raw_header.size() != kHeaderSize) return false;
+  const auto header = auth_header(f.raw_header.first<kHeaderSize>());
+  Op* op = find_bid(h.bid);
+  if (op != nullptr && h.frag_index < op->frags && op->has_tag(h.frag_index) &&
+      std::memcmp(f.tag.data(), op->tags[h.frag_index].data(), kAuthTagSize) == 0) {
+    // A copy of a fragment this rank holds and verified, with the same tag
+    // (every stage-2 copy): its payload is never used, so the header is all
+    // that must be genuine — the expected one, or a mismatch could fail the
+    // broadcast. Saves a GMAC per duplicate.
+    auto want = op->header;
+    patch_header(want, kFlagAuthTag, h.frag_index,
+                 fragment_length(op->buffer.size(), id_.fragment_size, h.frag_index));
+    if (std::memcmp(want.data(), header.data(), kHeaderSize) == 0) return true;
+  }
+  // The 64-bit sequence number nearest to ours with these low 32 bits: every
+  // rank posts the same broadcasts in the same order, so a genuine frame is
+  // within 2^31 of this rank's count, and a replay from a bid wrap ago gets
+  // another nonce and fails.
+  const auto delta = static_cast<int32_t>(h.bid - static_cast<uint32_t>(next_seq_));
+  if (delta < 0 && static_cast<uint64_t>(-int64_t{delta}) >= next_seq_) return false;
+  AuthNonce n;
+  n.seq = next_seq_ + static_cast<uint64_t>(int64_t{delta});
+  n.frag = h.frag_index;
+  n.root = h.root;
+  return id_.auth->verify(n, header, f.payload, f.tag.first<kAuthTagSize>());
+}
+
 void Engine::stash_early(const Frame& f, bool reliable, uint32_t from) {
-  if (f.header.bid - next_bid_ >= kEarlyWindow) {
+  if (f.header.bid - static_cast<uint32_t>(next_seq_) >= kEarlyWindow) {
     ++stats_.rejected[static_cast<std::size_t>(Reject::kTooEarly)];
     return;
   }
@@ -167,7 +216,9 @@ void Engine::stash_early(const Frame& f, bool reliable, uint32_t from) {
   }
   if (!reliable) ++early_multicast_;
   ++stats_.early_buffered;
-  early_.push_back(Early{f.header, reliable, from, {f.payload.begin(), f.payload.end()}});
+  Early e{f.header, reliable, from, {f.payload.begin(), f.payload.end()}, {}};
+  if (f.tag.size() == kAuthTagSize) std::memcpy(e.tag.data(), f.tag.data(), kAuthTagSize);
+  early_.push_back(std::move(e));
 }
 
 void Engine::deliver(Op& op, const Frame& f, bool reliable, Nanos now) {
@@ -204,6 +255,7 @@ void Engine::deliver(Op& op, const Frame& f, bool reliable, Nanos now) {
   std::memcpy(op.buffer.data() + uint64_t{h.frag_index} * id_.fragment_size, f.payload.data(),
               f.payload.size());
   op.mark(h.frag_index);
+  if (!op.tags.empty()) std::memcpy(op.tags[h.frag_index].data(), f.tag.data(), kAuthTagSize);
   op.last_progress = now;
   ++stats_.copies;
   stats_.bytes_delivered += f.payload.size();

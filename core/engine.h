@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/algorithm.h"
+#include "core/auth.h"
 #include "core/engine_config.h"
 #include "core/schedule.h"
 #include "core/stats.h"
@@ -29,6 +30,9 @@ struct EngineIdentity {
   uint64_t session = 0;           ///< the group's 64-bit random session id
   uint32_t fragment_size = 4096;  ///< resolved payload size (same on every rank)
   bool multicast_ok = false;      ///< every rank joined the group address
+  /// The group's key when it authenticates frames (auth=on), else null: every
+  /// frame sent carries a tag, every frame received must carry a valid one.
+  std::shared_ptr<FrameAuth> auth;
 };
 
 /// One frame to send. The three parts are sent as one datagram/message;
@@ -98,6 +102,7 @@ class Engine {
   struct Early;
 
   void handle(const Frame& f, bool reliable, uint32_t from, Nanos now);
+  bool authentic(const Frame& f);
   void deliver(Op& op, const Frame& f, bool reliable, Nanos now);
   void on_owned(Op& op, uint32_t frag, Nanos now);
   void start_root(Op& op, Nanos now);
@@ -120,12 +125,12 @@ class Engine {
   std::vector<uint32_t> children_;       // scratch, reserved once
   std::shared_ptr<const FiboTree> fibo_;
   uint64_t next_op_ = 1;
-  uint32_t next_bid_ = 1;
+  uint64_t next_seq_ = 1;  // the next broadcast's sequence number; its low 32 bits are the bid
   Status group_error_;
   Action action_;
   bool action_ready_ = false;
   std::array<std::byte, kHeaderSize> action_header_{};
-  std::array<std::byte, kCrcSize> action_trailer_{};
+  std::array<std::byte, kCrcSize + kAuthTagSize> action_trailer_{};
 };
 
 }  // namespace ibbcast

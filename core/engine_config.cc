@@ -50,7 +50,7 @@ Status parse_fibo_s(EngineConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<EngineConfig>, 13> kTable = {{
+const std::array<ConfigField<EngineConfig>, 14> kTable = {{
     {"algorithm", "auto", "broadcast algorithm; auto applies the decision function", parse_algo,
      [](const EngineConfig& c) { return std::string(algorithm_name(c.algorithm)); }},
     bool_field<&EngineConfig::multicast>("multicast", "on",
@@ -64,6 +64,9 @@ const std::array<ConfigField<EngineConfig>, 13> kTable = {{
     duration_field<&EngineConfig::root_delay>(
         "root_delay", "0us", "root waits this long before multicasting (late receivers)"),
     bool_field<&EngineConfig::checksum>("checksum", "on", "CRC32C on multicast datagrams"),
+    bool_field<&EngineConfig::auth>(
+        "auth", "off",
+        "AES-GMAC tag on every frame, key per group over the bootstrap (replaces the CRC)"),
     bool_field<&EngineConfig::print_statistics>("print_statistics", "off",
                                                 "print per-group statistics at teardown"),
     duration_field<&EngineConfig::timeout>(

@@ -20,6 +20,7 @@ struct EngineConfig {
   uint32_t fragment_size = 0;         ///< payload bytes per fragment; 0 = transport's maximum
   Duration root_delay{0};             ///< root waits this long before stage 1
   bool checksum = true;               ///< CRC32C trailer on multicast datagrams
+  bool auth = false;                  ///< authenticated frames (core/auth.h)
   bool print_statistics = false;      ///< print per-group statistics at teardown
   Duration timeout = std::chrono::seconds(10);  ///< no progress for this long → kTimedOut
   uint32_t early_datagrams = 4096;  ///< bound on buffered multicast datagrams of future bcasts

@@ -13,7 +13,8 @@ struct Engine::Op {
       : id(op_id), schedule(sp, std::move(fibo)) {}
 
   uint64_t id;
-  uint32_t bid = 0;
+  uint64_t seq = 0;  // broadcast sequence number (authentication nonce)
+  uint32_t bid = 0;  // its low 32 bits, on the wire
   uint32_t root = 0;
   bool is_root = false;
   Algorithm algorithm = Algorithm::kAuto;
@@ -42,7 +43,18 @@ struct Engine::Op {
   bool failed = false;
   Status status;
 
+  // auth=on: the root's tag of each fragment, forwarded with it. Valid where
+  // owned on a receiver, where tag_ready on the root (tagged at first send).
+  std::vector<std::array<std::byte, kAuthTagSize>> tags;
+  std::vector<uint64_t> tag_ready;
+
   bool owns(uint32_t f) const { return is_root || ((owned[f >> 6] >> (f & 63)) & 1) != 0; }
+  bool has_tag(uint32_t f) const {
+    if (tags.empty()) return false;
+    if (is_root) return ((tag_ready[f >> 6] >> (f & 63)) & 1) != 0;
+    // A completed receiver owned every fragment (owned is freed then).
+    return done ? !failed : owns(f);
+  }
   void mark(uint32_t f) {
     owned[f >> 6] |= uint64_t{1} << (f & 63);
     ++owned_count;
@@ -66,6 +78,7 @@ struct Engine::Early {
   bool reliable;
   uint32_t from;
   std::vector<std::byte> payload;
+  std::array<std::byte, kAuthTagSize> tag;  // auth=on: verified before it was kept
 };
 
 // How far ahead of this rank a frame's broadcast may be and still be kept.

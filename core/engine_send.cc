@@ -1,5 +1,6 @@
 // The engine's output side: the job queue, actions, completion, failure and time.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "core/engine.h"
@@ -37,7 +38,11 @@ const Action* Engine::front_action() {
   Job& j = jobs_.front();
   Op* op = j.op;
   const bool mcast = j.kind == Action::Kind::kMulticast;
-  const uint8_t flags = mcast ? (cfg_.checksum ? kFlagCrc : 0) : kFlagReliable;
+  // With a key the tag covers what the CRC would, so multicast frames carry
+  // only the tag.
+  const uint8_t auth = id_.auth ? kFlagAuthTag : 0;
+  const uint8_t flags =
+      mcast ? ((cfg_.checksum && !auth ? kFlagCrc : 0) | auth) : (kFlagReliable | auth);
   const uint32_t len = fragment_length(op->buffer.size(), id_.fragment_size, j.next);
   action_header_ = op->header;
   patch_header(action_header_, flags, j.next, len);
@@ -48,8 +53,23 @@ const Action* Engine::front_action() {
   action_.payload = op->buffer.subspan(uint64_t{j.next} * id_.fragment_size, len);
   action_.trailer = {};
   if ((flags & kFlagCrc) != 0) {
-    encode_crc_trailer(action_header_, action_.payload, action_trailer_);
-    action_.trailer = action_trailer_;
+    encode_crc_trailer(action_header_, action_.payload,
+                       std::span(action_trailer_).first<kCrcSize>());
+    action_.trailer = std::span(action_trailer_).first(kCrcSize);
+  } else if (auth != 0) {
+    // The root tags a fragment once, at its first send; everyone forwards
+    // that tag (a receiver forwards only what it owns, verified).
+    auto& tag = op->tags[j.next];
+    if (op->is_root && !op->has_tag(j.next)) {
+      AuthNonce n;
+      n.seq = op->seq;
+      n.frag = j.next;
+      n.root = op->root;
+      id_.auth->tag(n, auth_header(action_header_), action_.payload, tag);
+      op->tag_ready[j.next >> 6] |= uint64_t{1} << (j.next & 63);
+    }
+    std::memcpy(action_trailer_.data(), tag.data(), kAuthTagSize);
+    action_.trailer = std::span(action_trailer_).first(kAuthTagSize);
   }
   action_ready_ = true;
   return &action_;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/auth.h"
 #include "core/group.h"
 #include "core/log.h"
 #include "core/wire.h"
@@ -19,6 +20,8 @@ struct SetupRecord {
   uint32_t max_fragment = 0;
   uint32_t addr_len = 0;
   char addr[kAddrMax] = {};
+  uint32_t auth = 0;  // this rank's auth knob; rank 0's record also carries the key
+  AuthKey key{};
 };
 
 struct JoinRecord {
@@ -55,7 +58,19 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
     }
     mine.max_fragment = config.fragment_size;
   }
+  mine.auth = config.auth ? 1 : 0;
+  if (config.auth && !auth_available()) return make_frame_auth(AuthKey{}).status();
+  if (config.auth && bootstrap.size() > kAuthMaxRanks) {
+    return make_error(Errc::kInvalidArgument, "auth=on supports groups of up to " +
+                                                  std::to_string(kAuthMaxRanks) +
+                                                  " ranks (the nonce's root field)");
+  }
   if (bootstrap.rank() == 0) {
+    if (config.auth) {
+      auto key = random_auth_key();
+      if (!key) return key.status();
+      mine.key = *key;
+    }
     mine.session = random_u64();
     std::string addr = transport.choose_multicast_address(random_u64());
     mine.addr_len = static_cast<uint32_t>(std::min(addr.size(), kAddrMax));
@@ -74,6 +89,23 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
     return make_error(Errc::kInvalidArgument, "transport frames too small for a fragment");
   }
   const std::string address(all[0].addr, all[0].addr_len);
+  for (uint32_t r = 0; r < all.size(); ++r) {
+    if (all[r].auth != all[0].auth) {
+      // Never a silent downgrade: a rank without the key would reject every
+      // frame, a rank without auth would accept forged ones.
+      return make_error(Errc::kMismatch, "rank " + std::to_string(r) +
+                                             " has auth=" + (all[r].auth ? "on" : "off") +
+                                             ", rank 0 has auth=" + (all[0].auth ? "on" : "off") +
+                                             " (set IBBCAST_AUTH alike on every rank)");
+    }
+  }
+  if (all[0].auth != 0) {
+    auto auth = make_frame_auth(all[0].key);
+    if (!auth) return auth.status();
+    id.auth = std::move(*auth);
+  }
+  std::memset(&all[0].key, 0, sizeof all[0].key);
+  std::memset(&mine.key, 0, sizeof mine.key);
 
   std::unique_ptr<Group> g(new Group());
   g->transport_ = &transport;

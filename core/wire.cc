@@ -36,8 +36,9 @@ T get(const std::byte* p) {
 }
 
 constexpr std::array<std::string_view, kRejectCount> kRejectNames = {
-    "truncated",    "bad_magic",       "bad_version", "bad_flags", "bad_length", "bad_fragment",
-    "bad_checksum", "foreign_session", "bad_root",    "stale",     "mismatch",   "too_early",
+    "truncated",    "bad_magic",    "bad_version",     "bad_flags", "bad_length",
+    "bad_fragment", "bad_checksum", "foreign_session", "bad_root",  "stale",
+    "mismatch",     "too_early",    "unauthenticated", "bad_tag",
 };
 
 }  // namespace
@@ -84,7 +85,7 @@ void encode_crc_trailer(std::span<const std::byte, kHeaderSize> header,
   put<uint32_t>(out.data(), frame_crc(header, payload));
 }
 
-bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why) {
+bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why, bool keyed) {
   const std::byte* p = bytes.data();
   if (bytes.size() < kHeaderSize) return *why = Reject::kTruncated, false;
   if (get<uint16_t>(p) != kWireMagic) return *why = Reject::kBadMagic, false;
@@ -96,9 +97,10 @@ bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why) {
   h.flags = get<uint8_t>(p + 3);
   // An auth tag we have no key for is as bad as an unknown flag: never accept
   // unauthenticated bytes that claim to be authenticated.
-  if ((h.flags & ~kKnownFlags) != 0 || (h.flags & kFlagAuthTag) != 0) {
+  if ((h.flags & ~kKnownFlags) != 0 || (!keyed && (h.flags & kFlagAuthTag) != 0)) {
     return *why = Reject::kBadFlags, false;
   }
+  if (keyed && (h.flags & kFlagAuthTag) == 0) return *why = Reject::kUnauthenticated, false;
   h.algorithm = get<uint8_t>(p + 4);
   h.session = get<uint64_t>(p + 8);
   h.bid = get<uint32_t>(p + 16);
@@ -109,7 +111,8 @@ bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why) {
   h.fragment_size = get<uint32_t>(p + 40);
   h.payload_len = get<uint32_t>(p + 44);
 
-  const std::size_t trailer = (h.flags & kFlagCrc) ? kCrcSize : 0;
+  const std::size_t crc = (h.flags & kFlagCrc) ? kCrcSize : 0;
+  const std::size_t trailer = crc + ((h.flags & kFlagAuthTag) ? kAuthTagSize : 0);
   if (bytes.size() < kHeaderSize + trailer ||
       bytes.size() - kHeaderSize - trailer != h.payload_len) {
     return *why = (bytes.size() < kHeaderSize + trailer + h.payload_len ? Reject::kTruncated
@@ -126,7 +129,9 @@ bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why) {
     return *why = Reject::kBadLength, false;
   }
   out->payload = bytes.subspan(kHeaderSize, h.payload_len);
-  if (trailer != 0) {
+  out->raw_header = bytes.first(kHeaderSize);
+  out->tag = bytes.subspan(kHeaderSize + h.payload_len + crc, trailer - crc);
+  if (crc != 0) {
     uint32_t want = get<uint32_t>(p + kHeaderSize + h.payload_len);
     if (frame_crc(bytes.first<kHeaderSize>(), out->payload) != want) {
       return *why = Reject::kBadChecksum, false;

@@ -26,27 +26,29 @@ inline constexpr std::size_t kFrameOverhead = kHeaderSize + kCrcSize + kAuthTagS
 
 enum FrameFlags : uint8_t {
   kFlagCrc = 1u << 0,       ///< a CRC32C of header+payload follows the payload
-  kFlagAuthTag = 1u << 1,   ///< a 16-byte authentication tag follows (reserved, issue 9)
+  kFlagAuthTag = 1u << 1,   ///< a 16-byte authentication tag follows (core/auth.h)
   kFlagReliable = 1u << 2,  ///< sent over the reliable channel (stage 2 or p2p algorithm)
 };
 inline constexpr uint8_t kKnownFlags = kFlagCrc | kFlagAuthTag | kFlagReliable;
 
 /// Why a frame was rejected; also the index of the statistics counter.
 enum class Reject : uint8_t {
-  kTruncated = 0,   ///< shorter than the header or than its own length fields
-  kBadMagic,        ///< not ours
-  kBadVersion,      ///< another protocol version
-  kBadFlags,        ///< unknown flag bits, or an auth tag we cannot check
-  kBadLength,       ///< payload_len disagrees with the datagram length or the fragment
-  kBadFragment,     ///< index/count/size/total inconsistent
-  kBadChecksum,     ///< CRC32C mismatch
-  kForeignSession,  ///< another group's datagram (address collision)
-  kBadRoot,         ///< root rank out of range
-  kStale,           ///< broadcast already completed here
-  kMismatch,        ///< disagrees with the local call (root, length, fragment size)
-  kTooEarly,        ///< too far ahead of this rank, or the early buffer is full
+  kTruncated = 0,    ///< shorter than the header or than its own length fields
+  kBadMagic,         ///< not ours
+  kBadVersion,       ///< another protocol version
+  kBadFlags,         ///< unknown flag bits, or an auth tag we cannot check
+  kBadLength,        ///< payload_len disagrees with the datagram length or the fragment
+  kBadFragment,      ///< index/count/size/total inconsistent
+  kBadChecksum,      ///< CRC32C mismatch
+  kForeignSession,   ///< another group's datagram (address collision)
+  kBadRoot,          ///< root rank out of range
+  kStale,            ///< broadcast already completed here
+  kMismatch,         ///< disagrees with the local call (root, length, fragment size)
+  kTooEarly,         ///< too far ahead of this rank, or the early buffer is full
+  kUnauthenticated,  ///< no auth tag, but the group authenticates its frames
+  kBadTag,           ///< the auth tag does not match: forged, altered or another key
 };
-inline constexpr std::size_t kRejectCount = 12;
+inline constexpr std::size_t kRejectCount = 14;
 std::string_view reject_name(Reject r);
 
 struct FrameHeader {
@@ -88,16 +90,20 @@ uint32_t frame_crc(std::span<const std::byte, kHeaderSize> header,
 void encode_crc_trailer(std::span<const std::byte, kHeaderSize> header,
                         std::span<const std::byte> payload, std::span<std::byte, kCrcSize> out);
 
-/// A decoded, self-consistent frame: `payload` points into the input.
+/// A decoded, self-consistent frame: `payload` and `tag` point into the input.
 struct Frame {
   FrameHeader header;
   std::span<const std::byte> payload;
+  std::span<const std::byte> tag;         ///< kAuthTagSize bytes when flags has kFlagAuthTag
+  std::span<const std::byte> raw_header;  ///< the kHeaderSize input bytes (what the tag covers)
 };
 
 /// Validates every field that needs no group knowledge (length, magic, version,
 /// flags, fragment arithmetic, checksum) and returns the frame or the reason.
+/// `keyed`: the group authenticates, so a frame must carry a tag (checked by
+/// the caller, who knows the nonce); otherwise a tag is an unknown flag.
 /// Never reads outside `bytes`.
-bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why);
+bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why, bool keyed = false);
 
 /// serial-number comparison (RFC 1982) of 32-bit broadcast ids: a before b.
 inline bool bid_before(uint32_t a, uint32_t b) {

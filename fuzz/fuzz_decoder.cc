@@ -29,7 +29,25 @@ void put_le(std::byte* p, uint32_t v, std::size_t n) {
     p[i] = std::byte((v >> (8 * i)) & 0xff);
 }
 
+// The keyed decoder (a group with auth=on): it accepts only frames with a
+// tag flag and hands out tag and raw header spans that lie inside the input.
+void keyed_check(std::span<const std::byte> in) {
+  Frame f;
+  Reject why = Reject::kTooEarly;
+  if (!decode_frame(in, &f, &why, true)) {
+    check(static_cast<std::size_t>(why) < kRejectCount);
+    return;
+  }
+  const FrameHeader& h = f.header;
+  check((h.flags & kFlagAuthTag) != 0);
+  check(f.raw_header.data() == in.data() && f.raw_header.size() == kHeaderSize);
+  check(f.tag.size() == kAuthTagSize && f.tag.data() + kAuthTagSize == in.data() + in.size());
+  const std::size_t crc = (h.flags & kFlagCrc) ? kCrcSize : 0;
+  check(in.size() == kHeaderSize + h.payload_len + crc + kAuthTagSize);
+}
+
 void decode_and_check(std::span<const std::byte> in) {
+  keyed_check(in);
   const std::byte* data = in.data();
   const std::size_t size = in.size();
   Frame frame;
@@ -88,7 +106,7 @@ void build_and_check(std::span<const std::byte> in) {
   if (h.frag_count == 0) return;
   h.frag_index = take<uint32_t>(&in) % h.frag_count;
   h.payload_len = fragment_length(h.total_len, h.fragment_size, h.frag_index);
-  h.flags = take<uint8_t>(&in) & (kFlagCrc | kFlagReliable);
+  h.flags = take<uint8_t>(&in) & (kFlagCrc | kFlagReliable | kFlagAuthTag);
   h.algorithm = take<uint8_t>(&in);
   h.session = take<uint64_t>(&in);
   h.bid = take<uint32_t>(&in);
@@ -96,13 +114,14 @@ void build_and_check(std::span<const std::byte> in) {
   const uint32_t at = take<uint32_t>(&in);
   const uint8_t mask = take<uint8_t>(&in);
 
-  const std::size_t trailer = (h.flags & kFlagCrc) ? kCrcSize : 0;
+  const std::size_t crc = (h.flags & kFlagCrc) ? kCrcSize : 0;
+  const std::size_t trailer = crc + ((h.flags & kFlagAuthTag) ? kAuthTagSize : 0);
   std::vector<std::byte> frame(kHeaderSize + h.payload_len + trailer);
   encode_header(h, std::span<std::byte, kHeaderSize>(frame.data(), kHeaderSize));
   for (std::size_t i = 0; i < h.payload_len; ++i) {
     frame[kHeaderSize + i] = in.empty() ? std::byte{0} : in[i % in.size()];
   }
-  if (trailer != 0) {
+  if (crc != 0) {
     put_le(&frame[kHeaderSize + h.payload_len],
            frame_crc(std::span<const std::byte, kHeaderSize>(frame.data(), kHeaderSize),
                      std::span<const std::byte>(frame).subspan(kHeaderSize, h.payload_len)),
@@ -110,14 +129,21 @@ void build_and_check(std::span<const std::byte> in) {
   }
   Frame decoded;
   Reject why{};
-  check(decode_frame(frame, &decoded, &why));
+  // A tagged frame decodes only where a key is expected (its tag is the
+  // engine's to check), an untagged one only where none is.
+  const bool keyed = (h.flags & kFlagAuthTag) != 0;
+  check(decode_frame(frame, &decoded, &why, keyed));
+  check(!decode_frame(frame, &decoded, &why, !keyed));
   check(decoded.header.session == h.session && decoded.header.bid == h.bid &&
         decoded.header.root == h.root && decoded.header.algorithm == h.algorithm);
   decode_and_check(frame);
 
   frame[at % frame.size()] ^= std::byte{mask};
   decode_and_check(frame);
-  if (trailer != 0 && mask != 0) check(!decode_frame(frame, &decoded, &why));
+  // The CRC covers header and payload; the tag bytes are the engine's to check.
+  if (crc != 0 && mask != 0 && at % frame.size() < kHeaderSize + h.payload_len + crc) {
+    check(!decode_frame(frame, &decoded, &why, keyed));
+  }
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 # apt-get when everything is already there (CI may run on a fresh machine).
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config g++ clang clang-format libclang-rt-14-dev
-      libgtest-dev libgmock-dev libbenchmark-dev iproute2 nftables python3
+      libgtest-dev libgmock-dev libbenchmark-dev iproute2 nftables python3 libssl-dev
       libucx-dev libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
       dpdk-dev libdpdk-dev
       libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils perftest

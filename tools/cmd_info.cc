@@ -1,6 +1,7 @@
 // `ibbcast info`: what this build has, and every knob with its value and origin.
 #include <cstdio>
 
+#include "core/auth.h"
 #include "core/crc32c.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -29,6 +30,8 @@ int cmd_info(int argc, char** argv) {
                 b.detail.c_str());
   }
   std::printf("crc32c: %s\n", crc32c_has_hardware() ? "sse4.2" : "portable");
+  std::printf("auth: %s\n", auth_available() ? "AES-128-GMAC (OpenSSL), IBBCAST_AUTH=on"
+                                             : "not built (needs libssl-dev)");
   return 0;
 }
 

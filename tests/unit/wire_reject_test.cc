@@ -49,11 +49,33 @@ TEST(WireReject, RejectsForeignOrMalformedHeaders) {
     FrameHeader h = Header(1000, 256, 1, static_cast<uint8_t>(kFlagCrc | (1u << bit)));
     ExpectRejected(Encode(h), Reject::kBadFlags, "unknown flag bit " + std::to_string(bit));
   }
-  // An auth tag is reserved: rejected whether or not the tag bytes are present.
+  // Without a key, an auth tag cannot be checked: rejected whether or not
+  // the tag bytes are present.
   Bytes tagged = Encode(Header(1000, 256, 1, kFlagCrc | kFlagAuthTag));
   ExpectRejected(tagged, Reject::kBadFlags, "auth tag without tag bytes");
   tagged.resize(tagged.size() + kAuthTagSize, std::byte{0x42});
   ExpectRejected(tagged, Reject::kBadFlags, "auth tag with tag bytes");
+}
+
+TEST(WireReject, KeyedDecoderNeedsATagAndFindsIt) {
+  Frame f;
+  Reject why{};
+  // A keyed group takes no untagged frame, however valid otherwise.
+  Bytes plain = Encode(Header(1000, 256, 1, kFlagCrc));
+  EXPECT_FALSE(decode_frame(plain, &f, &why, true));
+  EXPECT_EQ(why, Reject::kUnauthenticated);
+  // CRC and tag: the CRC is checked here, the tag span is handed out.
+  Bytes tagged = Encode(Header(1000, 256, 1, kFlagCrc | kFlagAuthTag));
+  EXPECT_FALSE(decode_frame(tagged, &f, &why, true)) << "tag bytes missing";
+  EXPECT_EQ(why, Reject::kTruncated);
+  tagged.resize(tagged.size() + kAuthTagSize, std::byte{0x42});
+  ASSERT_TRUE(decode_frame(tagged, &f, &why, true)) << reject_name(why);
+  EXPECT_EQ(f.tag.size(), kAuthTagSize);
+  EXPECT_EQ(f.tag.data(), tagged.data() + tagged.size() - kAuthTagSize);
+  EXPECT_EQ(f.raw_header.data(), tagged.data());
+  tagged.push_back(std::byte{0});
+  EXPECT_FALSE(decode_frame(tagged, &f, &why, true));
+  EXPECT_EQ(why, Reject::kBadLength);
 }
 
 TEST(WireReject, RejectsLengthMismatches) {

@@ -111,7 +111,7 @@ TEST(Wire, RejectNamesAreDistinctAndNonEmpty) {
     names.insert(n);
   }
   EXPECT_EQ(names.size(), kRejectCount);
-  EXPECT_EQ(static_cast<std::size_t>(Reject::kTooEarly) + 1, kRejectCount);
+  EXPECT_EQ(static_cast<std::size_t>(Reject::kBadTag) + 1, kRejectCount);
 }
 
 }  // namespace

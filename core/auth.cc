@@ -1,0 +1,47 @@
+// The nonce layout and the key source, shared by every FrameAuth backend.
+#include "core/auth.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ibbcast {
+
+std::array<std::byte, 12> auth_iv(const AuthNonce& n) {
+  // Big-endian bit fields: seq[40] | frag[32] | root[24]. The callers keep
+  // seq and root in range; masking here means an out-of-range value can only
+  // alias, never spill into another field.
+  const uint64_t hi = ((n.seq & (kAuthMaxBroadcasts - 1)) << 24) | (n.frag >> 8);
+  const uint32_t lo = ((n.frag & 0xffu) << 24) | (n.root & (kAuthMaxRanks - 1));
+  std::array<std::byte, 12> iv{};
+  for (int i = 0; i < 8; ++i)
+    iv[static_cast<std::size_t>(i)] = static_cast<std::byte>(hi >> (56 - 8 * i));
+  for (int i = 0; i < 4; ++i)
+    iv[static_cast<std::size_t>(8 + i)] = static_cast<std::byte>(lo >> (24 - 8 * i));
+  return iv;
+}
+
+std::array<std::byte, kHeaderSize> auth_header(std::span<const std::byte, kHeaderSize> header) {
+  std::array<std::byte, kHeaderSize> out;
+  std::memcpy(out.data(), header.data(), kHeaderSize);
+  out[3] &= ~std::byte{kFlagReliable};  // the flags byte (docs/protocol.md)
+  return out;
+}
+
+Result<AuthKey> random_auth_key() {
+  AuthKey key{};
+  std::size_t got = 0;
+  while (got < key.size()) {
+    ssize_t n = getrandom(key.data() + got, key.size() - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(Errc::kInternal,
+                        std::string("getrandom for the group key failed: ") + std::strerror(errno));
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  return key;
+}
+
+}  // namespace ibbcast
