@@ -1,11 +1,13 @@
 // Core CPU per fragment of the sans-I/O engine, with no transport: the
 // receiver path (validate, copy into the user buffer, schedule the stage-2
-// forward, hand it out) and the root path (encode and hand out). Checksums
+// forward, hand it out, consume the predecessor's ring copy) and the root
+// path (encode and hand out). Checksums
 // are off here: CRC32C has its own benchmark.
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
+#include "bench/engine_frames.h"
 #include "core/engine.h"
 
 namespace ibbcast {
@@ -30,41 +32,18 @@ EngineConfig config(bool checksum) {
   return c;
 }
 
-// One broadcast's multicast datagrams, as the root engine produced them.
-std::vector<std::vector<std::byte>> root_datagrams(uint32_t frag, bool checksum) {
-  Engine root(config(checksum), ident(0, frag));
-  std::vector<std::byte> src(uint64_t{frag} * kFragments, std::byte{7});
-  auto id = root.post(0, src, Nanos(0));
-  (void)id;
-  std::vector<std::vector<std::byte>> out;
-  while (const Action* a = root.front_action()) {
-    if (a->kind == Action::Kind::kMulticast) {
-      std::vector<std::byte> d(a->header.begin(), a->header.end());
-      d.insert(d.end(), a->payload.begin(), a->payload.end());
-      d.insert(d.end(), a->trailer.begin(), a->trailer.end());
-      out.push_back(std::move(d));
-    }
-    root.pop_action(true, Nanos(0));
-  }
-  return out;
-}
-
 void BM_ReceiverPerFragment(benchmark::State& state) {
   const auto frag = static_cast<uint32_t>(state.range(0));
   const bool checksum = state.range(1) != 0;
-  auto datagrams = root_datagrams(frag, checksum);
+  const auto frames =
+      bench::root_frames(config(checksum), ident(0, frag), uint64_t{frag} * kFragments);
   std::vector<std::byte> dst(uint64_t{frag} * kFragments);
   for (auto _ : state) {
-    // A fresh engine per broadcast so the datagrams' broadcast id matches; its
+    // A fresh engine per broadcast so the frames' broadcast id matches; its
     // construction is amortised over the 1024 fragments.
-    Engine rx(config(checksum), ident(3, frag));
-    auto id = rx.post(0, dst, Nanos(1));
-    for (const auto& d : datagrams)
-      rx.on_datagram(d, Nanos(2));
-    while (rx.front_action() != nullptr)
-      rx.pop_action(true, Nanos(3));
-    if (rx.state(*id) != OpState::kDone) state.SkipWithError("broadcast did not complete");
-    rx.release(*id);
+    if (!bench::receive_all(config(checksum), ident(1, frag), frames, dst)) {
+      return state.SkipWithError("broadcast did not complete");
+    }
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kFragments);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kFragments * frag);

@@ -11,6 +11,7 @@ void fill_stats(RankReport& r, const GroupStats& s) {
   r.datagrams_useful = s.datagrams_useful;
   r.datagrams_duplicate = s.datagrams_duplicate;
   r.rejected = s.rejected_total();
+  r.reasons = s.rejected;
   r.repaired = s.fragments_repaired;
   r.messages_late = s.messages_late;
 }
@@ -63,6 +64,17 @@ void print_reports(const Args& args, const std::vector<RankReport>& all) {
       static_cast<unsigned long long>(sent), static_cast<unsigned long long>(rx),
       static_cast<unsigned long long>(useful), static_cast<unsigned long long>(rejected),
       static_cast<unsigned long long>(foreign), static_cast<unsigned long long>(repaired));
+  // By reason, summed over ranks: what a forger's traffic or a fault cost.
+  std::string reasons;
+  for (std::size_t i = 0; i < kRejectCount; ++i) {
+    uint64_t n = 0;
+    for (const RankReport& x : all)
+      n += x.reasons[i];
+    if (n != 0) {
+      reasons += " " + std::string(reject_name(static_cast<Reject>(i))) + "=" + std::to_string(n);
+    }
+  }
+  if (!reasons.empty()) std::printf("rejected:%s\n", reasons.c_str());
   for (std::size_t r = 0; r < all.size(); ++r) {
     if (all[r].counters[0] != '\0')
       std::printf("rank %zu %s: %s\n", r, transport.c_str(), all[r].counters);

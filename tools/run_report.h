@@ -2,6 +2,7 @@
 // Per-rank results of `ibbcast run`, gathered to rank 0 over the bootstrap as
 // fixed-size records and printed as one table.
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -19,7 +20,8 @@ struct RankReport {
   double last_us = 0;  ///< the last broadcast, until success or error
   uint64_t datagrams_sent = 0, datagrams_received = 0, datagrams_useful = 0;
   uint64_t datagrams_duplicate = 0, rejected = 0, repaired = 0, messages_late = 0;
-  uint64_t foreign = 0;  ///< datagrams of another group on the same address
+  uint64_t foreign = 0;                          ///< datagrams of another group on the same address
+  std::array<uint64_t, kRejectCount> reasons{};  ///< rejected frames by reason
   char error[160] = {};
   char counters[240] = {};  ///< the transport's counters, "name=value ..." (nonzero ones)
 };

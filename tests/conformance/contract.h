@@ -42,4 +42,10 @@ Status large_broadcast_then_foreign_collective(Transport& transport, Bootstrap& 
 /// objects (`rdma resource show`).
 Status group_cycles_leave_nothing(Transport& transport, Bootstrap& boot);
 
+/// With auth=on, two-stage, binomial and scatter-allgather broadcasts from the
+/// first and last rank are byte-exact, no genuine frame fails its tag, and
+/// multicast carried tagged fragments. A build without OpenSSL must refuse
+/// auth=on with kUnsupported instead.
+Status authenticated_broadcasts(Transport& transport, Bootstrap& boot);
+
 }  // namespace ibbcast::conformance

@@ -58,6 +58,10 @@ TEST(ProcessConformance, GroupCyclesLeaveNothingBehind) {
   run_check(group_cycles_leave_nothing);
 }
 
+TEST(ProcessConformance, AuthenticatedBroadcastsByteExact) {
+  run_check(authenticated_broadcasts);
+}
+
 TEST(ProcessConformance, LargeBroadcastThenForeignCollective) {
   run_check(large_broadcast_then_foreign_collective);
 }

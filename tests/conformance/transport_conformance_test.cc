@@ -87,6 +87,10 @@ TEST_P(Conformance, EveryAlgorithmBroadcastsByteExact) {
   run_check(5, every_algorithm_broadcasts);
 }
 
+TEST_P(Conformance, AuthenticatedBroadcastsByteExact) {
+  run_check(4, authenticated_broadcasts);
+}
+
 TEST_P(Conformance, LargeBroadcastThenForeignCollective) {
   run_check(3, large_broadcast_then_foreign_collective);
 }

@@ -13,19 +13,19 @@ bin=$1 variant=$2 ranks=${3:-4}
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not installed"; exit 1; }
 
-family=ipv4 extra=() fault=true filter="*" expect=6 transport=udp reliable=ucx
+family=ipv4 extra=() fault=true filter="*" expect=7 transport=udp reliable=ucx
 case $variant in
   udp4) ;;
   udp6) family=ipv6 extra=(--ipv6) ;;
   udp4-loss30)
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30'
-    filter='*EveryAlgorithm*' expect=1 ;;
-  dpdk) transport=dpdk filter='*:-*EventFd*' expect=5 ;;
-  dpdk-frames) transport=dpdk filter='*:-*EventFd*' expect=5 reliable=frames ;;
+    filter='*EveryAlgorithm*:*Authenticated*' expect=2 ;;
+  dpdk) transport=dpdk filter='*:-*EventFd*' expect=6 ;;
+  dpdk-frames) transport=dpdk filter='*:-*EventFd*' expect=6 reliable=frames ;;
   dpdk-loss30)
     transport=dpdk
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30'
-    filter='*EveryAlgorithm*' expect=1 ;;
+    filter='*EveryAlgorithm*:*Authenticated*' expect=2 ;;
   *) echo "unknown variant $variant"; exit 2 ;;
 esac
 

@@ -7,13 +7,14 @@
 # Usage: netns_bcast.sh IBBCAST SCENARIO [RANKS]
 #   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared | nojoin | decorator
 #             rawloss20 (dpdk: 20 % of every raw frame dropped, stage 2's unicast frames too)
+#             forge (udp, auth on: a foreign host floods the group; needs FORGER=<forger binary>)
 #   TRANSPORT=udp (default) | dpdk: the multicast backend (dpdk: af_packet on each host's eth0)
 set -uo pipefail
 bin=$1 scenario=$2 ranks=${3:-8} iterations=${ITERATIONS:-8} transport=${TRANSPORT:-udp}
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed"; exit 77; }
 
-fault="true" after="true" family=ipv4 extra=() launcher="" runopt=""
+fault="true" after="true" family=ipv4 extra=() launcher="" runopt="" hosts=$ranks
 case $scenario in
   clean) ;;
   loss5) fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 5' ;;
@@ -32,6 +33,13 @@ case $scenario in
     fault='ip netns exec "$IBBCAST_NETNS_PREFIX-h3" sysctl -qw net.ipv4.igmp_max_memberships=0' ;;
   shared)  # two groups on one fixed address and port (or MAC), both busy at once
     runopt="--groups 2 --udp-group udp4:239.255.77.7:47007 --dpdk-group dpdk:03:1b:bc:77:77:07" ;;
+  forge)  # one more host, not a rank, replays/alters/forges the group's datagrams at 20k/s
+    [[ -x ${FORGER:-} ]] || { echo "FAIL: scenario forge needs FORGER=<path of the forger>"; exit 1; }
+    hosts=$((ranks + 1)) iterations=${ITERATIONS:-20}
+    runopt="--auth ${FORGE_AUTH:-on} --udp-group udp4:239.255.77.9:47009"
+    fault='ip netns exec "$IBBCAST_NETNS_PREFIX-h'$ranks'" "'$FORGER'" --group 239.255.77.9:47009 \
+      --interface eth0 --rate 20000 & forger=$!; sleep 0.5'
+    after='kill $forger; wait $forger' ;;
   kill)  # rank 3 dies by SIGKILL mid-broadcast; all multicast lost, so 4.. depend on it
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100'
     launcher="--enable-recovery" runopt="--kill-rank 3" ;;
@@ -40,7 +48,8 @@ esac
 case $transport in
   udp) [[ $scenario == rawloss20 ]] && { echo "scenario $scenario is dpdk only"; exit 2; } ;;
   dpdk)
-    [[ $scenario == ipv6 || $scenario == nojoin ]] && { echo "scenario $scenario is udp only"; exit 2; }
+    [[ $scenario == ipv6 || $scenario == nojoin || $scenario == forge ]] &&
+      { echo "scenario $scenario is udp only"; exit 2; }
     runopt+=" --transport dpdk --dpdk-interface eth0" ;;
   *) echo "unknown transport $transport"; exit 2 ;;
 esac
@@ -50,7 +59,7 @@ trap 'rm -f "$out"' EXIT
 # ARP is broadcast, so a partitioned or lossy host may not resolve its peers'
 # MACs; the reliable channel (UCX) uses shared memory between processes of
 # one machine here, so stage 2 is not affected.
-"$here/support/netns_run.sh" - "$ranks" "${extra[@]}" -- bash -c "
+"$here/support/netns_run.sh" - "$hosts" "${extra[@]}" -- bash -c "
   $fault || exit 3
   timeout 300 mpirun --allow-run-as-root --oversubscribe $launcher -np $ranks \
     -x IBBCAST_NETNS_PREFIX -x IBBCAST_TIMEOUT=10s ${IBB_MPIRUN_ENV:-} \
@@ -99,6 +108,19 @@ case $scenario in
     uni=$(sed -n 's/^multicast=[0-9]* unicast=\([0-9]*\)$/\1/p' "$out")
     expect '[[ ${uni:-0} -gt 0 ]]' ;;
   shared) expect '[[ $useful -gt 0 && $foreign -gt 0 ]]' ;;
+  forge)
+    # Every rank's bytes were checked (PASS above); the attack really ran and
+    # its frames were rejected by reason, before reaching any buffer.
+    fl=$(grep '^forger:' "$out") rej=$(grep '^rejected:' "$out")
+    fnum() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$fl"; }
+    rnum() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$rej"; }
+    captured=$(fnum captured) sent=$(fnum sent)
+    expect '[[ ${captured:-0} -gt 0 && ${sent:-0} -gt 1000 ]]'
+    for reason in bad_tag unauthenticated truncated; do
+      n=$(rnum $reason)
+      expect "[[ \${n:-0} -gt 0 ]]"
+    done
+    echo "$rej" ;;
   decorator)
     rejected=$(num rejected)
     expect '[[ $useful -gt 0 && $repaired -gt 0 && $rejected -gt 0 && $dup_total -gt 0 ]]' ;;

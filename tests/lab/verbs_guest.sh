@@ -41,13 +41,13 @@ for step in "$@"; do
   port=$((port + 1))
   echo "=== step $step (rank $IBBCAST_LAB_RANK of $IBBCAST_LAB_SIZE)"
   case $step in
-    conformance) IBBCAST_TRANSPORT=verbs conformance "$step" verbs '*' 6 ;;
+    conformance) IBBCAST_TRANSPORT=verbs conformance "$step" verbs '*' 7 ;;
     conformance-ud)
-      IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*:-*EventFd*' 5 ;;
-    algorithms) IBBCAST_TRANSPORT=verbs conformance "$step" verbs '*EveryAlgorithm*' 1 ;;
+      IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*:-*EventFd*' 6 ;;
+    algorithms) IBBCAST_TRANSPORT=verbs conformance "$step" verbs '*EveryAlgorithm*:*Authenticated*' 2 ;;
     algorithms-ud)
-      IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*EveryAlgorithm*' 1 ;;
-    udp) IBBCAST_TRANSPORT=udp conformance "$step" udp '*' 6 ;;
+      IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*EveryAlgorithm*:*Authenticated*' 2 ;;
+    udp) IBBCAST_TRANSPORT=udp conformance "$step" udp '*' 7 ;;
     run | run-ud)
       [[ $step == run-ud ]] && export IBBCAST_VERBS_RELIABLE=ud
       if "$build/tools/ibbcast" run --transport verbs --algorithm two_stage --size 1m --iterations 5; then
