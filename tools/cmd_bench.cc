@@ -7,6 +7,7 @@
 //    subtracted. Every rank is the target in turn; medians are reported.
 //  - max-over-ranks: a barrier, then each rank's own time to completion; the
 //    maximum over ranks per iteration (what common benchmarks report).
+// --loggp instead measures the LogGP parameters of the UCX channel (tools/loggp_measure.h).
 #include <algorithm>
 #include <cstdio>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "tools/bench_util.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/loggp_measure.h"
 #include "transports/bootstrap_select.h"
 #include "transports/factory.h"
 #include "transports/netns.h"
@@ -27,6 +29,9 @@ namespace {
 Status bench_rank(const Args& args, Bootstrap& boot) {
   if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
     IBBCAST_RETURN_IF_ERROR(enter_netns(*prefix + "-h" + std::to_string(boot.rank())));
+  }
+  if (option(args, "loggp", "") == "1") {
+    return run_loggp(args, boot, nullptr);
   }
   BenchPlan plan;
   IBBCAST_RETURN_IF_ERROR(read_plan(args, plan));
@@ -97,9 +102,10 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  auto args =
-      parse_args(argc, argv, {"sizes", "algorithms", "iterations", "warmup", "root", "transport"},
-                 {"stream", "max-only"});
+  auto args = parse_args(argc, argv,
+                         {"sizes", "algorithms", "iterations", "warmup", "root", "transport",
+                          "loggp-sizes", "loggp-n", "loggp-out"},
+                         {"stream", "max-only", "loggp"});
   if (!args) {
     std::fprintf(stderr, "ibbcast bench: %s\n", args.status().to_string().c_str());
     return 2;

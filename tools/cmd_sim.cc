@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/loggp_fit.h"
 #include "core/sim.h"
 #include "core/units.h"
 #include "tools/cli.h"
@@ -111,14 +112,27 @@ Result<SimSetup> read_setup(const Args& a) {
     return make_error(Errc::kInvalidArgument, "--skew none|uniform|exponential");
   }
   s.base.early_drop = option(a, "early-drop", "0") == "1";
-  const auto loggp = split(option(a, "loggp", "5,1.5,2,0.0008"));
-  if (loggp.size() != 4) return make_error(Errc::kInvalidArgument, "--loggp L,o,g,G (us, us/B)");
-  double* field[] = {&s.base.model.L, &s.base.model.o, &s.base.model.g, &s.base.model.G};
-  for (int i = 0; i < 4; ++i) {
-    auto v = parse_real(loggp[i]);
-    IBBCAST_RETURN_IF_ERROR(v.status());
-    if (*v < 0) return make_error(Errc::kInvalidArgument, "--loggp values must be >= 0");
-    *field[i] = *v;
+  const std::string loggp_arg = option(a, "loggp", "5,1.5,2,0.0008");
+  if (loggp_arg.find(',') == std::string::npos) {
+    // A parameter file, as `ibbcast bench --loggp --loggp-out FILE` writes it.
+    std::ifstream f(loggp_arg);
+    std::stringstream text;
+    text << f.rdbuf();
+    if (!f) return make_error(Errc::kInvalidArgument, "--loggp: cannot read " + loggp_arg);
+    auto m = parse_loggp_csv(text.str());
+    IBBCAST_RETURN_IF_ERROR(m.status());
+    s.base.model = *m;
+  } else {
+    const auto loggp = split(loggp_arg);
+    if (loggp.size() != 4)
+      return make_error(Errc::kInvalidArgument, "--loggp L,o,g,G (us, us/B) or FILE");
+    double* field[] = {&s.base.model.L, &s.base.model.o, &s.base.model.g, &s.base.model.G};
+    for (int i = 0; i < 4; ++i) {
+      auto v = parse_real(loggp[i]);
+      IBBCAST_RETURN_IF_ERROR(v.status());
+      if (*v < 0) return make_error(Errc::kInvalidArgument, "--loggp values must be >= 0");
+      *field[i] = *v;
+    }
   }
   s.csv = option(a, "csv", "");
   s.svg = option(a, "svg", "");

@@ -1,0 +1,133 @@
+// The calibrated `auto` decision: deterministic, and between its thresholds the decision of
+// core/decide.h picks the algorithm with the smallest model latency among its candidates.
+#include "core/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/decide.h"
+
+namespace ibbcast {
+namespace {
+
+double last(const LogGP& m, Algorithm a, uint32_t p, uint64_t n, uint32_t fs, uint32_t s = 1,
+            uint32_t r = 3) {
+  ModelInput mi;
+  mi.algorithm = a;
+  mi.p = p;
+  mi.n = n;
+  mi.fragment_size = fs;
+  mi.fibo_s = s;
+  mi.fibo_r = r;
+  return predict_loggp(m, mi).last;
+}
+
+// A deterministic spread of fabrics: latency- to bandwidth-bound, overhead- to gap-bound.
+std::vector<LogGP> fabrics() {
+  std::vector<LogGP> out;
+  uint64_t x = 12345;
+  auto uniform = [&](double lo, double hi) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * static_cast<double>(x >> 11) / 9007199254740992.0;
+  };
+  out.push_back({5, 1.5, 2, 0.0008});       // the library's default
+  out.push_back({1e-6, 4.3, 7.1, 0.0007});  // measured on the namespace fabric (veth)
+  for (int i = 0; i < 30; ++i)
+    out.push_back({uniform(0, 50), uniform(0.1, 10), uniform(0.1, 20), uniform(1e-5, 0.01)});
+  return out;
+}
+
+TEST(Calibrate, IsDeterministic) {
+  for (const LogGP& m : fabrics()) {
+    const CalibrationInput in{13, 1024, false};
+    const Calibration a = calibrate(m, in), b = calibrate(m, in);
+    EXPECT_EQ(a.crossover_nodes, b.crossover_nodes);
+    EXPECT_EQ(a.crossover_size, b.crossover_size);
+    EXPECT_EQ(a.fibo_s, b.fibo_s);
+    EXPECT_EQ(a.fibo_r, b.fibo_r);
+  }
+}
+
+// The property: configure the engine with the calibration, ask decide_algorithm, and the
+// answer's model latency is the minimum among the candidates it chose between.
+TEST(Calibrate, DecisionIsTheModelMinimum) {
+  for (const LogGP& m : fabrics()) {
+    for (bool mcast : {true, false}) {
+      for (uint32_t p : {2u, 3u, 5u, 8u, 13u, 32u}) {
+        CalibrationInput in;
+        in.p = p;
+        in.fragment_size = 1024;
+        in.multicast = mcast;
+        in.max_nodes = 64;
+        const Calibration c = calibrate(m, in);
+        EngineConfig cfg;
+        cfg.algorithm = Algorithm::kAuto;
+        cfg.multicast = mcast;
+        cfg.crossover_nodes = c.crossover_nodes;
+        cfg.crossover_size = c.crossover_size;
+        // crossover_nodes: linear wins (or ties) below it, loses at it.
+        for (uint32_t q = 2; q <= std::min<uint32_t>(c.crossover_nodes, in.max_nodes); ++q) {
+          const Algorithm a = decide_algorithm(cfg, q, in.reference_size, mcast);
+          const Algorithm other = mcast ? Algorithm::kTwoStage : Algorithm::kBinomial;
+          const double lin = last(m, Algorithm::kLinear, q, in.reference_size, 1024);
+          const double alt = last(m, other, q, in.reference_size, 1024);
+          if (q < c.crossover_nodes) {
+            EXPECT_EQ(a, Algorithm::kLinear);
+            EXPECT_LE(lin, alt * (1 + 1e-12));
+          } else if (in.reference_size <= c.crossover_size) {
+            EXPECT_EQ(a, other);
+            EXPECT_LT(alt, lin);
+          }
+        }
+        // crossover_size at the group's size: every power of two up to it keeps the other
+        // candidate (no slower than the chain), the next one switches to the chain.
+        if (p < c.crossover_nodes) continue;
+        for (uint32_t k = 0; k <= 24; ++k) {
+          const uint64_t n = uint64_t{1} << k;
+          const Algorithm a = decide_algorithm(cfg, p, n, mcast);
+          const double chain = last(m, Algorithm::kFragmentedChain, p, n, 1024);
+          const double chosen = last(m, a, p, n, 1024);
+          if (n <= c.crossover_size) {
+            EXPECT_NE(a, Algorithm::kFragmentedChain);
+            EXPECT_LE(chosen, chain * (1 + 1e-12)) << p << " " << n;
+          } else {
+            EXPECT_EQ(a, Algorithm::kFragmentedChain);
+            break;  // past the first crossing the model may cross back; no claim there
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Calibrate, FiboParametersAreTheModelMinimum) {
+  for (const LogGP& m : fabrics()) {
+    for (uint32_t p : {5u, 40u, 300u}) {
+      CalibrationInput in;
+      in.p = p;
+      in.max_fibo = 6;
+      const Calibration c = calibrate(m, in);
+      const double best = last(m, Algorithm::kFiboTree, p, 1024, 8192, c.fibo_s, c.fibo_r);
+      for (uint32_t s = 1; s <= 6; ++s)
+        for (uint32_t r = 1; r <= 6; ++r)
+          EXPECT_LE(best, last(m, Algorithm::kFiboTree, p, 1024, 8192, s, r) * (1 + 1e-12));
+      EXPECT_LE(best, last(m, Algorithm::kFiboTree, p, 1024, 8192, 1, 3) * (1 + 1e-12));
+    }
+  }
+}
+
+// Two-stage's model is flat in p and pipelines like the chain without the chain's p-1 hops:
+// with multicast the model never prefers the chain beyond two ranks.
+TEST(Calibrate, MulticastNeverNeedsTheChainAtDefaults) {
+  CalibrationInput in;
+  in.p = 16;
+  const Calibration c = calibrate(LogGP{}, in);
+  EXPECT_EQ(c.crossover_size, kNeverCrossover);
+  EXPECT_GE(c.crossover_nodes, 2u);
+  EXPECT_LE(c.crossover_nodes, 4u);
+}
+
+}  // namespace
+}  // namespace ibbcast
