@@ -15,6 +15,11 @@ constexpr uint16_t kRxDesc = 1024, kTxDesc = 1024;
 // A subscriber that does not poll (a group whose rank is busy elsewhere)
 // must not take the whole pool, or every other group starves.
 constexpr std::size_t kMaxQueued = 4096;
+// af_packet shows the host's whole segment (the reliable channel's TCP too),
+// so our frames can sit behind hundreds of foreign ones: one burst per poll
+// delivered multicast after stage 2 had already repaired everything. Drain up
+// to this many bursts per poll; bounded so one poll cannot run unbounded.
+constexpr int kMaxBursts = 32;
 
 std::string ethdev_error(const char* what, int rc) {
   return std::string("dpdk: ") + what + ": " + rte_strerror(-rc);
@@ -108,6 +113,12 @@ void Port::unsubscribe(Subscriber* s) {
 }
 
 void Port::pump() {
+  for (int b = 0; b < kMaxBursts; ++b) {
+    if (pump_burst() < kBurst) return;
+  }
+}
+
+uint16_t Port::pump_burst() {
   rte_mbuf* burst[kBurst];
   const uint16_t n = rte_eth_rx_burst(id_, 0, burst, kBurst);
   for (uint16_t i = 0; i < n; ++i) {
@@ -140,6 +151,7 @@ void Port::pump() {
       to->queue.push_back(m);
     }
   }
+  return n;
 }
 
 std::size_t Port::receive(Subscriber* s, std::span<rte_mbuf*> out) {

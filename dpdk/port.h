@@ -83,7 +83,8 @@ class Port {
 
  private:
   Port() = default;
-  void pump();  // with mu_ held
+  void pump();            // with mu_ held: drains the receive queue, bounded
+  uint16_t pump_burst();  // with mu_ held: one burst; returns the frames read
 
   std::mutex mu_;
   uint16_t id_ = 0;

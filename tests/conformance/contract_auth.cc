@@ -15,6 +15,13 @@ namespace {
 // 64 KiB + 5: several fragments on every backend, and a short last one.
 constexpr std::size_t kSize = 65536 + 5;
 
+std::string counters_text(const Transport& t) {
+  std::string out;
+  for (const TransportCounter& c : t.counters())
+    out += " " + c.name + "=" + std::to_string(c.value);
+  return out;
+}
+
 Status one_algorithm(Transport& transport, Bootstrap& boot, Algorithm algo, Status& first) {
   const uint32_t n = boot.size(), me = boot.rank();
   const std::string name(algorithm_name(algo));
@@ -46,9 +53,10 @@ Status one_algorithm(Transport& transport, Bootstrap& boot, Algorithm algo, Stat
   // Multicast must really have carried tagged fragments, or a dead multicast
   // path (every datagram rejected, stage 2 repairing all) would pass.
   struct Seen {
-    uint64_t useful;
+    uint64_t useful, received, sent, rejected, early;
   };
-  const Seen mine{s.datagrams_useful};
+  const Seen mine{s.datagrams_useful, s.datagrams_received, s.datagrams_sent, s.rejected_total(),
+                  s.early_buffered};
   std::vector<Seen> all(n);
   IBBCAST_RETURN_IF_ERROR(
       boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))));
@@ -57,7 +65,14 @@ Status one_algorithm(Transport& transport, Bootstrap& boot, Algorithm algo, Stat
     total += x.useful;
   if (algo == Algorithm::kTwoStage && transport.capabilities().native_multicast && first &&
       total == 0) {
-    first = make_error(Errc::kInternal, "two_stage (auth): no fragment arrived by multicast");
+    std::string seen;
+    for (const Seen& x : all) {
+      seen += " [sent " + std::to_string(x.sent) + " received " + std::to_string(x.received) +
+              " rejected " + std::to_string(x.rejected) + " early " + std::to_string(x.early) + "]";
+    }
+    first = make_error(Errc::kInternal,
+                       "two_stage (auth): no fragment arrived by multicast; per rank:" + seen +
+                           "; here: " + s.to_string() + counters_text(transport));
   }
   return Status::ok();
 }
