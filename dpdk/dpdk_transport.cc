@@ -86,9 +86,14 @@ class DpdkTransport final : public Transport {
   std::vector<TransportCounter> counters() const override {
     // The port is shared by the process's transports: these are its totals.
     const PortStats s = port_->stats();
-    return {{"port_rx_frames", s.rx_frames},       {"port_rx_foreign", s.rx_foreign},
-            {"port_rx_unmatched", s.rx_unmatched}, {"port_rx_overflow", s.rx_overflow},
-            {"port_tx_frames", s.tx_frames},       {"port_tx_full", s.tx_full}};
+    return {{"port_rx_frames", s.rx_frames},
+            {"port_rx_foreign", s.rx_foreign},
+            {"port_rx_unmatched", s.rx_unmatched},
+            {"port_rx_overflow", s.rx_overflow},
+            {"port_tx_frames", s.tx_frames},
+            {"port_tx_full", s.tx_full},
+            // "_live": a gauge the lifecycle check compares before and after.
+            {"port_subscribers_live", s.subscribers}};
   }
 
  private:

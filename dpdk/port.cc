@@ -220,7 +220,9 @@ Status Port::send(const Mac& dst, Kind kind, const Gather& frame, uint64_t strea
 
 PortStats Port::stats() {
   std::lock_guard lock(mu_);
-  return stats_;
+  PortStats s = stats_;
+  s.subscribers = subs_.size();
+  return s;
 }
 
 }  // namespace ibbcast::dpdk

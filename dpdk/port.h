@@ -44,6 +44,7 @@ std::string format_group(const Mac& mac);
 struct PortStats {
   uint64_t rx_frames = 0, rx_foreign = 0, rx_unmatched = 0, rx_overflow = 0;
   uint64_t tx_frames = 0, tx_full = 0;
+  uint64_t subscribers = 0;  ///< a gauge: channels open on the port now
 };
 
 class Port {

@@ -36,8 +36,8 @@ Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot);
 /// channels that need the receiver's progress (TCP), until the barrier timed out.
 Status large_broadcast_then_foreign_collective(Transport& transport, Bootstrap& boot);
 
-/// 40 groups created, used for one two-stage broadcast (byte-exact) and
-/// freed: afterwards the rank holds exactly what it held after the first —
+/// 40 groups (IBBCAST_TEST_CYCLES) created, used for one two-stage broadcast
+/// (byte-exact) and freed: afterwards the rank holds exactly what it held after the first —
 /// file descriptors, multicast memberships (/proc/net/igmp, igmp6) and RDMA
 /// objects (`rdma resource show`).
 Status group_cycles_leave_nothing(Transport& transport, Bootstrap& boot);

@@ -144,6 +144,12 @@ TEST(DpdkRing, LargeBroadcastThenForeignCollective) {
   run_check(3, large_broadcast_then_foreign_collective);
 }
 
+// Group create/free cycles (IBBCAST_TEST_CYCLES, 40 by default) with both
+// stages on the port: subscriptions, mbufs and descriptors all come back.
+TEST(DpdkRingFrames, GroupCyclesLeaveNothingBehind) {
+  run_check(3, group_cycles_leave_nothing, true);
+}
+
 // Both stages on the port, as in production: stage-2 frames queue behind the
 // root's multicast frames on one wire, so "some fragment arrived by
 // multicast" holds even when the hub is slow (with an in-process stage 2 the

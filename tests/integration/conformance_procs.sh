@@ -8,12 +8,14 @@
 #            dpdk | dpdk-frames | dpdk-loss30 (af_packet on each host's eth0; stage 2 over UCX,
 #            or over the frames channel; no event-fd check:
 #            af_packet has no receive interrupts, a waiting rank sleeps dpdk_idle_sleep_us)
+#            udp4-cycles | dpdk-cycles (the lifecycle check alone, CYCLES group create/free
+#            cycles, default 10000: the long leak run)
 set -uo pipefail
 bin=$1 variant=$2 ranks=${3:-4}
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not installed"; exit 1; }
 
-family=ipv4 extra=() fault=true filter="*" expect=7 transport=udp reliable=ucx
+family=ipv4 extra=() fault=true filter="*" expect=7 transport=udp reliable=ucx cycles=40
 case $variant in
   udp4) ;;
   udp6) family=ipv6 extra=(--ipv6) ;;
@@ -26,6 +28,8 @@ case $variant in
     transport=dpdk
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30'
     filter='*EveryAlgorithm*:*Authenticated*' expect=2 ;;
+  udp4-cycles) filter='*GroupCycles*' expect=1 cycles=${CYCLES:-10000} ;;
+  dpdk-cycles) transport=dpdk filter='*GroupCycles*' expect=1 cycles=${CYCLES:-10000} ;;
   *) echo "unknown variant $variant"; exit 2 ;;
 esac
 
@@ -33,8 +37,8 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$here/support/netns_run.sh" - "$ranks" "${extra[@]}" -- bash -c "
   $fault || exit 3
-  exec timeout 600 mpirun --allow-run-as-root --oversubscribe --tag-output -np $ranks \
-    -x IBBCAST_NETNS_PREFIX -x IBBCAST_TIMEOUT=10s \
+  exec timeout 1500 mpirun --allow-run-as-root --oversubscribe --tag-output -np $ranks \
+    -x IBBCAST_NETNS_PREFIX -x IBBCAST_TIMEOUT=10s -x IBBCAST_TEST_CYCLES=$cycles \
     -x IBBCAST_UDP_INTERFACE=eth0 -x IBBCAST_UDP_FAMILY=$family \
     -x IBBCAST_TRANSPORT=$transport -x IBBCAST_DPDK_INTERFACE=eth0 -x IBBCAST_DPDK_RELIABLE=$reliable \
     '$bin' --gtest_color=no --gtest_filter='$filter'" >"$out" 2>&1
