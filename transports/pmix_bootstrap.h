@@ -1,7 +1,12 @@
 #pragma once
 // Bootstrap through PMIx, so a program linked with libibbcast runs under the
 // launchers users already have (mpirun, srun --mpi=pmix, prterun) without a
-// launcher or rendezvous server of our own.
+// launcher or rendezvous server of our own. PMIx only wires up: rank 0
+// publishes where it listens, once, and the collectives run over the TCP
+// bootstrap's star. PMIx keeps every key a process ever put and each
+// collecting fence carries them all, so allgathers through PMIx made group
+// creation quadratic (160 create/free cycles took 42 s, 500 took 15 min,
+// mpirun's PMIx server busy comparing key strings).
 
 #include <chrono>
 #include <cstdint>
@@ -13,6 +18,7 @@
 #include "core/env.h"
 #include "core/status.h"
 #include "core/transport.h"
+#include "transports/tcp_bootstrap.h"
 
 namespace ibbcast::pmix {
 
@@ -43,11 +49,9 @@ class Bootstrap final : public ibbcast::Bootstrap {
   /// The PMIx namespace of the job (for logs).
   const std::string& job_namespace() const { return nspace_; }
 
-  /// Put (a key unique per call: "ibbcast.ag.<seq>"), Commit, Fence over all
-  /// procs of the namespace collecting data, then Get from every rank
-  /// (self included) in rank order. kMismatch when sizes disagree.
+  /// Over the TCP star (tcp::Bootstrap): kMismatch when sizes disagree,
+  /// kTimedOut / kPeerFailed naming the rank, on every rank.
   Status allgather(std::span<const std::byte> mine, std::span<std::byte> all) override;
-  /// PMIx_Fence without data.
   Status barrier() override;
 
  private:
@@ -57,9 +61,13 @@ class Bootstrap final : public ibbcast::Bootstrap {
       : nspace_(std::move(nspace)), rank_(rank), fence_timeout_(fence_timeout) {}
 
   Status fence(bool collect, const char* what);
+  Result<std::string> get_string(uint32_t rank, const char* key);
+  /// Rank 0 listens anywhere and publishes its endpoints (one PMIx key and
+  /// one collecting fence per Bootstrap); every rank joins the TCP star.
+  Status wire_up();
 
  public:
-  /// PMIx_Fence_nb, calling `while_waiting` until the fence completes.
+  /// The star's barrier, calling `while_waiting` until it completes.
   Status progressing_barrier(const std::function<void()>& while_waiting) override;
 
  private:
@@ -67,6 +75,7 @@ class Bootstrap final : public ibbcast::Bootstrap {
   uint32_t rank_;
   uint32_t size_ = 0;
   std::chrono::seconds fence_timeout_;
+  std::unique_ptr<tcp::Bootstrap> star_;  // destroyed before PMIx_Finalize
 };
 
 }  // namespace ibbcast::pmix

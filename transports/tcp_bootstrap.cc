@@ -13,6 +13,9 @@ namespace ibbcast::tcp {
 using io::Clock;
 
 Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const Options& opt) {
+  // Owns the caller's listener from here on, so every error path closes it.
+  std::unique_ptr<Bootstrap> b(new Bootstrap(opt));
+  b->listen_fd_ = opt.listen_fd;
   if (opt.size == 0 || opt.rank >= opt.size) {
     return make_error(Errc::kInvalidArgument, "tcp bootstrap: rank " + std::to_string(opt.rank) +
                                                   " is not below the job size " +
@@ -24,7 +27,6 @@ Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const Options& opt) {
   if (opt.root.empty() && opt.size > 1) {
     return make_error(Errc::kInvalidArgument, "tcp bootstrap: no root address (host:port)");
   }
-  std::unique_ptr<Bootstrap> b(new Bootstrap(opt));
   if (opt.size > 1) IBBCAST_RETURN_IF_ERROR(opt.rank == 0 ? b->accept_job() : b->join_job());
   return b;
 }

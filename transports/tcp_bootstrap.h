@@ -21,13 +21,19 @@
 namespace ibbcast::tcp {
 
 struct Options {
-  std::string root;  ///< "host:port" or "[ipv6]:port" of rank 0's listener
+  /// "host:port" or "[ipv6]:port" of rank 0's listener; the others may be
+  /// given several, comma-separated, tried in order.
+  std::string root;
   uint32_t rank = 0, size = 0;
   /// Ranks of one job carry the same token; a connection with another is
   /// refused (two jobs that picked one port must not mix).
   std::string job;
   /// Bounds every step: joining, and each collective from the root's entry.
   std::chrono::nanoseconds timeout = std::chrono::seconds(60);
+  /// Rank 0 only: a listening socket the caller bound already (the PMIx
+  /// wire-up binds an ephemeral port before publishing it); the bootstrap
+  /// takes it over. -1: listen on `root`.
+  int listen_fd = -1;
 };
 
 /// How much longer than the timeout a non-root rank waits for the root's

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace ibbcast::tcp::io {
 namespace {
@@ -118,6 +119,15 @@ Result<int> listen_on(const std::string& text, int backlog) {
                                            " (another job on this port? pick another)");
 }
 
+uint16_t bound_port(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return 0;
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port);
+  return 0;
+}
+
 int accept_one(int listen_fd) {
   const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd >= 0) tune(fd);
@@ -125,16 +135,30 @@ int accept_one(int listen_fd) {
 }
 
 Result<int> connect_to(const std::string& text, Clock::time_point deadline) {
+  // Candidates in order (the PMIx wire-up lists every address of the root's
+  // host); each attempt gets at most kAttempt so an unroutable candidate
+  // cannot use up the whole timeout before a good one is tried.
+  constexpr auto kAttempt = std::chrono::seconds(2);
+  std::vector<std::string> candidates;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = text.find(',', start);
+    candidates.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
   std::string why = "timed out";
   auto backoff = std::chrono::milliseconds(10);
   while (Clock::now() < deadline) {
-    auto res = resolve(text, false);
-    if (!res) return res.status();
-    int fd = -1;
-    for (addrinfo* a = *res; a != nullptr && fd < 0; a = a->ai_next)
-      fd = try_connect(a, deadline, &why);
-    ::freeaddrinfo(*res);
-    if (fd >= 0) return fd;
+    for (const std::string& c : candidates) {
+      auto res = resolve(c, false);
+      if (!res) return res.status();
+      int fd = -1;
+      const auto until = std::min<Clock::time_point>(deadline, Clock::now() + kAttempt);
+      for (addrinfo* a = *res; a != nullptr && fd < 0; a = a->ai_next)
+        fd = try_connect(a, until, &why);
+      ::freeaddrinfo(*res);
+      if (fd >= 0) return fd;
+    }
     // The root is not up yet: retry soon, but do not hammer it.
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());

@@ -36,10 +36,14 @@ struct Frame {
 Status split_host_port(const std::string& text, std::string* host, std::string* port);
 /// A listening, non-blocking socket on `text` (SO_REUSEADDR: a job may reuse
 /// the port of one that just ended, whose connections sit in TIME_WAIT).
+/// Port 0 takes an ephemeral port; `bound_port` says which.
 Result<int> listen_on(const std::string& text, int backlog);
+/// The local port of a bound socket (0 on failure).
+uint16_t bound_port(int fd);
 /// One pending connection, non-blocking with TCP_NODELAY; -1 when none.
 int accept_one(int listen_fd);
-/// Connects to `text`, retrying refusals (the root may not listen yet) with
+/// Connects to `text` ("host:port", or several, comma-separated, tried in
+/// order), retrying refusals (the root may not listen yet) with
 /// a short backoff until `deadline`; each attempt is itself bounded by it,
 /// so an unreachable host cannot hold a rank in the kernel's SYN retries.
 Result<int> connect_to(const std::string& text, Clock::time_point deadline);

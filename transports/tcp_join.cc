@@ -87,9 +87,11 @@ Status Bootstrap::join_job() {
 
 Status Bootstrap::accept_job() {
   const auto deadline = Clock::now() + opt_.timeout;
-  auto lfd = io::listen_on(opt_.root, static_cast<int>(opt_.size));
-  if (!lfd) return lfd.status();
-  listen_fd_ = *lfd;
+  if (listen_fd_ < 0) {  // else the caller's, taken over in create()
+    auto lfd = io::listen_on(opt_.root, static_cast<int>(opt_.size));
+    if (!lfd) return lfd.status();
+    listen_fd_ = *lfd;
+  }
   peers_.assign(opt_.size, -1);
   for (uint32_t joined = 1; joined < opt_.size;) {
     if (Clock::now() >= deadline) {

@@ -4,6 +4,7 @@
 // Each child reports through its exit status (and why on stderr); the parent
 // asserts every child's. A stuck child is killed by its alarm and fails.
 #include "transports/tcp_bootstrap.h"
+#include "transports/tcp_endpoints.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -236,6 +237,35 @@ TEST(TcpBootstrap, ADeadRankIsNamedOnEveryOtherRankPromptly) {
       return expect(o, st, Errc::kPeerFailed, "rank " + std::to_string(victim));
     });
   }
+}
+
+}  // namespace
+}  // namespace ibbcast::tcp
+
+namespace ibbcast::tcp {
+namespace {
+
+TEST(TcpEndpoints, LoopbackFirstOnTheRootsHostAndDroppedElsewhere) {
+  const std::string all = "10.0.0.1:5,[fd00::1]:5,127.0.0.1:5,[::1]:5";
+  EXPECT_EQ(order_endpoints(all, true), "127.0.0.1:5,[::1]:5,10.0.0.1:5,[fd00::1]:5");
+  EXPECT_EQ(order_endpoints(all, false), "10.0.0.1:5,[fd00::1]:5");
+}
+
+// The PMIx wire-up's path: rank 0 listens on an ephemeral port of every
+// address, the others try the published endpoints in order — here after a
+// candidate nobody listens on, which must be skipped, not fatal.
+TEST(TcpEndpoints, AJobOnAListenerAnywhereIsByteExact) {
+  auto listener = listen_anywhere(4);
+  ASSERT_TRUE(listener) << listener.status().to_string();
+  EXPECT_NE(listener->endpoints.find("127.0.0.1:"), std::string::npos) << listener->endpoints;
+  std::vector<Options> procs;
+  const std::string others = free_root() + "," + order_endpoints(listener->endpoints, true);
+  for (uint32_t r = 0; r < 4; ++r) {
+    procs.push_back({r == 0 ? listener->endpoints : others, r, 4, "job-any", seconds(20),
+                     r == 0 ? listener->fd : -1});
+  }
+  run_job(procs, exact_rounds);
+  ::close(listener->fd);
 }
 
 }  // namespace
