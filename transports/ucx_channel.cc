@@ -220,7 +220,7 @@ void Channel::nap(Clock::time_point deadline) {
 void Channel::wait_requests(std::vector<std::pair<void*, Peer*>>& reqs,
                             std::chrono::steady_clock::time_point deadline) {
   while (!reqs.empty() && Clock::now() < deadline) {
-    ucp_worker_progress(worker_);
+    if (ucp_worker_progress(worker_) == 0) nap(deadline);
     std::erase_if(reqs, [](const auto& entry) { return reap(entry.first); });
   }
 }
