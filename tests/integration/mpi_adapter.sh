@@ -21,34 +21,12 @@ case $mode in
   loss) ((${#nps[@]})) || nps=(6) ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
-# A sanitizer build of the adapter needs its runtimes loaded first (the MPI
-# program itself is not instrumented); the MPI libraries' own leaks are not ours.
-preload=$lib asan=()
-sanitizers=$(ldd "$lib" | awk '/libasan|libubsan/ {print $3}' | tr '\n' ':')
-if [[ -n $sanitizers ]]; then
-  preload="${sanitizers}${lib}"
-  asan=(ASAN_OPTIONS=detect_leaks=0)
-fi
+# shellcheck source=../support/mpi_launch.sh
+source "$here/support/mpi_launch.sh"
+mpi_preload "$lib"
 envs=(LD_PRELOAD="$preload" "${asan[@]}" EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_UDP_INTERFACE=eth0
   IBBCAST_TIMEOUT=20s)
-launch() {  # NP: the launcher line for this MPI
-  local np=$1 args=()
-  case $impl in
-    openmpi)
-      for e in "${envs[@]}"; do args+=(-x "$e"); done
-      [[ $mode != host ]] && args+=(-x IBBCAST_NETNS_PREFIX)
-      echo "mpirun --allow-run-as-root --oversubscribe -np $np ${args[*]} $check" ;;
-    mpich)
-      for e in "${envs[@]}"; do args+=(-genv "${e%%=*}" "${e#*=}"); done
-      [[ $mode != host ]] && args+=(-genv IBBCAST_NETNS_PREFIX '$IBBCAST_NETNS_PREFIX')
-      echo "mpiexec.mpich -n $np ${args[*]} $check" ;;
-    *) echo "false unknown-impl" ;;
-  esac
-}
-case $impl in
-  openmpi) command -v mpirun >/dev/null || { echo "FAIL: Open MPI's mpirun not installed"; exit 1; } ;;
-  mpich) command -v mpiexec.mpich >/dev/null || { echo "FAIL: mpiexec.mpich not installed"; exit 1; } ;;
-esac
+mpi_launcher_present "$impl" || exit 1
 
 fails=0
 for np in "${nps[@]}"; do
@@ -56,7 +34,9 @@ for np in "${nps[@]}"; do
   [[ $mode == host ]] && hosts=1
   fault=true
   [[ $mode == loss ]] && fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 20'
-  line=$(launch "$np")
+  fabric=1
+  [[ $mode == host ]] && fabric=0
+  line=$(mpi_launch_line "$impl" "$np" "$fabric" "$check")
   if [[ $mode == host ]]; then
     cmd="ip netns exec \"\$IBBCAST_NETNS_PREFIX-h0\" env -u IBBCAST_NETNS_PREFIX $line"
   else
