@@ -222,14 +222,6 @@ std::vector<Panel> plots(const SimSetup& s, const std::vector<Row>& rows,
   return {vs_ranks, cdf_panel, loss, delay};
 }
 
-Status write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  f.close();
-  if (!f) return make_error(Errc::kInvalidArgument, "cannot write " + path);
-  return Status::ok();
-}
-
 }  // namespace
 
 int cmd_sim(int argc, char** argv) {
@@ -290,7 +282,7 @@ int cmd_sim(int argc, char** argv) {
   write_csv(out, rows);
   if (out != stdout) std::fclose(out);
   if (!s.svg.empty()) {
-    if (Status st = write_file(s.svg, svg_document(plots(s, rows, spread), 2)); !st) {
+    if (Status st = write_text_file(s.svg, svg_document(plots(s, rows, spread), 2)); !st) {
       std::fprintf(stderr, "ibbcast sim: %s\n", st.to_string().c_str());
       return 2;
     }

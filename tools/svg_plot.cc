@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 
 namespace ibbcast::tool {
@@ -156,6 +157,14 @@ std::string svg_document(const std::vector<Panel>& panels, int columns) {
     panel_svg(o, panels[i], kW * static_cast<double>(i % columns),
               kH * static_cast<double>(i / columns));
   return o + "</svg>\n";
+}
+
+Status write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  f.close();
+  if (!f) return make_error(Errc::kInvalidArgument, "cannot write " + path);
+  return Status::ok();
 }
 
 }  // namespace ibbcast::tool

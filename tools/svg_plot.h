@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
+
 namespace ibbcast::tool {
 
 struct Series {
@@ -23,6 +25,9 @@ struct Panel {
 /// The SVG document of `panels`, `columns` per row (>= 1), each panel 520 x 360 px.
 /// Empty panels get axes and a "no data" note.
 std::string svg_document(const std::vector<Panel>& panels, int columns);
+
+/// Writes `text` to `path` (a plot, a CSV); kInvalidArgument naming the path.
+Status write_text_file(const std::string& path, const std::string& text);
 
 /// "1.5k", "2M", "0.25": short tick labels.
 std::string tick_label(double v);
