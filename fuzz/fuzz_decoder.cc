@@ -7,6 +7,7 @@
 // rarely pass the magic and never the CRC, so the last two are what reach the length and
 // fragment arithmetic (and the accept path) behind them.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -118,8 +119,11 @@ void build_and_check(std::span<const std::byte> in) {
   const std::size_t trailer = crc + ((h.flags & kFlagAuthTag) ? kAuthTagSize : 0);
   std::vector<std::byte> frame(kHeaderSize + h.payload_len + trailer);
   encode_header(h, std::span<std::byte, kHeaderSize>(frame.data(), kHeaderSize));
-  for (std::size_t i = 0; i < h.payload_len; ++i) {
-    frame[kHeaderSize + i] = in.empty() ? std::byte{0} : in[i % in.size()];
+  // The payload repeats the rest of the input (zeros when none is left), copied in
+  // whole pieces: a byte loop made 45 KB fragments cost most of each run.
+  for (std::size_t i = 0; i < h.payload_len && !in.empty(); i += in.size()) {
+    std::memcpy(&frame[kHeaderSize + i], in.data(),
+                std::min<std::size_t>(in.size(), h.payload_len - i));
   }
   if (crc != 0) {
     put_le(&frame[kHeaderSize + h.payload_len],
