@@ -5,6 +5,7 @@ namespace ibbcast::tool {
 
 int cmd_demo(int argc, char** argv);
 int cmd_run(int argc, char** argv);
+int cmd_stage(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_sim(int argc, char** argv);

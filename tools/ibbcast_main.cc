@@ -24,6 +24,9 @@ void usage() {
       "              --stream adds one UCX point-to-point stream (rank 0 -> 1) per size\n"
       "              --max-only skips the per-node method (p-1 times longer)\n"
       "              --loggp: LogGP of the UCX channel (rank 0 -> 1) instead, --loggp-out FILE\n"
+      "  stage       SRC... DEST: files and trees from rank 0 to every rank's DEST,\n"
+      "              chunked, pipelined, verified, atomic (under mpirun/srun; docs/stage.md)\n"
+      "              --force --preserve --chunk-size 512k --progress auto --no-auth\n"
       "  sim         LogGP simulator and model, up to 1m ranks, CSV (+ --svg FILE plots):\n"
       "              --ranks 8,64,1m --algorithms two_stage,binomial --size 1k --losses 0,0.1\n"
       "              --root-delays 0,20us --skew uniform --skew-scale 50us --loggp L,o,g,G|FILE\n"
@@ -57,6 +60,14 @@ int main(int argc, char** argv) {
     return ibbcast::tool::cmd_run(argc - 2, argv + 2);
 #else
     std::fputs("ibbcast run: this build has no UCX (install libucx-dev)\n", stderr);
+    return 2;
+#endif
+  }
+  if (cmd == "stage") {
+#if IBBCAST_HAVE_UCX
+    return ibbcast::tool::cmd_stage(argc - 2, argv + 2);
+#else
+    std::fputs("ibbcast stage: this build has no UCX (install libucx-dev)\n", stderr);
     return 2;
 #endif
   }

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# `ibbcast stage` end to end (issue 7): RANKS real processes under mpirun
+# (PMIx), each in its own network namespace on one bridge, staging a tree
+# (many small files, an empty file, a symlink, one large random file) into
+# a DEST of its own (DEST/rank<N>). Every rank's copy is compared byte for byte
+# with the source (diff -r, symlinks as links); no partial file may be left.
+# Usage: stage_tree.sh IBBCAST SCENARIO [RANKS]
+#   tree       stage; rerun (every rank skips every file, mtimes unchanged);
+#              change one file's bytes (same size): only it is rewritten; --force
+#   loss30     30 % multicast loss on every bridge port: byte-exact, repairs seen
+#   interrupt  every rank SIGKILLed mid-way through the large file: final names
+#              hold only complete files, a partial is left, the rerun sends only
+#              the large one (so every small file was complete) and clears the partials
+#   corrupt    one byte of a chunk flipped as rank 2 received it: checksum error
+#              on rank 2, exit status 1 on every rank, nothing wrong under a final name
+#   kill       rank 2 SIGKILLed mid-transfer: every survivor exits 1 with a reason
+#   badinput   a missing source, then a FIFO in the tree: the root's error on every
+#              rank; then one DEST without space and one read-only: both ranks named
+#              on every rank, before any file is written
+# SMALL (250) and BIG_MIB (64) set the tree's size.
+set -uo pipefail
+bin=$1 scenario=$2 ranks=${3:-4}
+here=$(cd "$(dirname "$0")/.." && pwd)
+command -v mpirun >/dev/null || { echo "FAIL: mpirun not installed"; exit 1; }
+((EUID == 0)) || { echo "SKIP: not root"; exit 77; }
+small=${SMALL:-250} big_mib=${BIG_MIB:-64}
+
+work=$(mktemp -d /tmp/ibbstage.XXXXXX)
+out=$work/out
+trap 'umount -q "$work"/dest/rank* 2>/dev/null; rm -rf "$work"' EXIT
+src=$work/src/tree dest=$work/dest
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Small files of 0..8 KiB in 10 directories, then the large one, named so it
+# comes last in the manifest (the faults below pick chunks inside it).
+mkdir -p "$src"
+for ((i = 0; i < small; i++)); do
+  d=$src/d$((i % 10))
+  mkdir -p "$d"
+  head -c $((RANDOM % 8192)) /dev/urandom >"$d/f$i"
+done
+: >"$src/empty"
+ln -s d0/f0 "$src/link"
+head -c $((big_mib << 20)) /dev/urandom >"$src/zz_big.bin"
+nfiles=$(find "$src" -type f | wc -l)
+big_first=$((nfiles - 1)) # the large file's first chunk, counted over the run
+
+# stage FAULT LAUNCHER-FLAGS STAGE-ARGS...: one job; output in $out, status in $rc.
+stage() {
+  local fault=$1 launcher=$2
+  shift 2
+  "$here/support/netns_run.sh" - "$ranks" -- bash -c "
+    $fault || exit 3
+    exec timeout 300 mpirun --allow-run-as-root --oversubscribe --tag-output $launcher -np $ranks \
+      -x IBBCAST_NETNS_PREFIX -x IBBCAST_TIMEOUT=10s -x IBBCAST_UDP_INTERFACE=eth0 \
+      '$bin' stage --progress plain $*" >"$out" 2>&1
+  rc=$?
+  cat "$out"
+}
+# rank R's lines of stream S (stdout/stderr), without the tag
+lines() { sed -n "s/^\[[0-9]*,$1\]<$2>://p" "$out"; }
+# column C (2 written, 3 skipped, 7 mc_useful, 8 repaired) of rank R's summary row
+col() { lines 0 stdout | awk -v r="$1" -v c="$2" '$1 == r && NF >= 9 {print $c}'; }
+same() {
+  diff -r --no-dereference "$src" "$dest/rank$1/tree" >/dev/null || fail "rank $1: DEST differs from the source"
+  [[ -z $(find "$dest/rank$1" -name '*.ibbcast-partial') ]] || fail "rank $1: a partial file was left"
+}
+all_ok() {
+  [[ $rc -eq 0 ]] || fail "exit status $rc"
+  lines 0 stdout | grep -q '^PASS:' || fail "no PASS line"
+  for ((r = 0; r < ranks; r++)); do
+    same $r
+    [[ $(col $r 2) == "$1" && $(col $r 3) == "$2" ]] ||
+      fail "rank $r: written/skipped $(col $r 2)/$(col $r 3), expected $1/$2"
+  done
+}
+# Final names on rank R hold complete files only; the large one must be absent.
+only_complete() {
+  local f
+  while IFS= read -r f; do
+    cmp -s "$f" "$src/${f#"$dest/rank$1/tree/"}" || fail "rank $1: incomplete or wrong file under a final name: $f"
+  done < <(find "$dest/rank$1/tree" -type f ! -name '*.ibbcast-partial')
+  [[ ! -e $dest/rank$1/tree/zz_big.bin ]] || fail "rank $1: zz_big.bin under its final name"
+}
+every_rank_says() {
+  for ((r = 0; r < ranks; r++)); do
+    [[ $r -eq ${2:--1} ]] && continue
+    lines $r stderr | grep -qE "$1" || fail "rank $r did not report /$1/"
+    lines $r stderr | grep -q 'exit status 1' || fail "rank $r: no 'exit status 1'"
+  done
+}
+args="'$src' '$dest/rank{rank}'"
+
+case $scenario in
+  tree)
+    stage true "" "$args"
+    all_ok "$nfiles" 0
+    find "$dest" -type f -printf '%p %T@\n' | sort >"$work/m1"
+    stage true "" "$args"
+    all_ok 0 "$nfiles"
+    find "$dest" -type f -printf '%p %T@\n' | sort >"$work/m2"
+    cmp -s "$work/m1" "$work/m2" || fail "a skipped run changed mtimes"
+    # Same size, other bytes: only the digest tells, and only this file moves.
+    size=$(stat -c %s "$src/d3/f3")
+    head -c "$size" /dev/urandom >"$src/d3/f3"
+    stage true "" "$args"
+    all_ok 1 $((nfiles - 1))
+    stage true "" "--force $args"
+    all_ok "$nfiles" 0 ;;
+  loss30)
+    stage '"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30' "" "$args"
+    all_ok "$nfiles" 0
+    repaired=0
+    for ((r = 1; r < ranks; r++)); do repaired=$((repaired + $(col $r 8))); done
+    [[ $repaired -gt 0 ]] || fail "no fragment was repaired: the loss did not happen"
+    echo "repaired=$repaired" ;;
+  interrupt)
+    stage true "" "--test-fault kill:all:$((big_first + 20)) $args"
+    [[ $rc -ne 0 ]] || fail "the killed job exited 0"
+    # A rank whose broadcast failed first removes its partial; a SIGKILLed one
+    # cannot: at least the first rank to die leaves one for the rerun to clear.
+    partials=0
+    for ((r = 0; r < ranks; r++)); do
+      only_complete $r
+      [[ -e $dest/rank$r/tree/.zz_big.bin.ibbcast-partial ]] && partials=$((partials + 1))
+    done
+    [[ $partials -gt 0 ]] || fail "no rank was interrupted inside the large file"
+    stage true "" "$args"
+    all_ok 1 $((nfiles - 1)) ;;
+  corrupt)
+    stage true "" "--test-fault corrupt:2:$((big_first + 10)) $args"
+    [[ $rc -ne 0 ]] || fail "exit status 0 with a corrupted chunk"
+    lines 2 stderr | grep -q 'checksum error in tree/zz_big.bin' || fail "rank 2 reported no checksum error"
+    every_rank_says 'transfer: rank 2 failed: corrupt: checksum error'
+    only_complete 2
+    [[ -z $(find "$dest/rank2" -name '*.ibbcast-partial') ]] || fail "rank 2: the partial was left"
+    for r in 0 1 3; do same $r; done ;;
+  kill)
+    stage true "--enable-recovery" "--test-fault kill:2:$((big_first + 10)) $args"
+    # mpirun --enable-recovery exits 0 whatever its ranks return: each survivor's
+    # own 'exit status 1' line (printed as it returns 1) is what is checked.
+    every_rank_says 'failed|cannot learn' 2
+    for r in 0 1 3; do
+      f=$dest/rank$r/tree/zz_big.bin
+      [[ ! -e $f ]] || cmp -s "$f" "$src/zz_big.bin" || fail "rank $r: incomplete zz_big.bin"
+    done ;;
+  badinput)
+    stage true "" "'$work/src/nothing' '$dest/rank{rank}'"
+    [[ $rc -ne 0 ]] || fail "exit status 0 with a missing source"
+    every_rank_says "root: source $work/src/nothing: No such file or directory"
+    [[ ! -e $dest ]] || fail "DEST was created although nothing could be staged"
+    mkfifo "$src/d1/pipe"
+    stage true "" "$args"
+    [[ $rc -ne 0 ]] || fail "exit status 0 with a FIFO in the source"
+    every_rank_says "root: source $src/d1/pipe: is a socket, FIFO or device"
+    rm "$src/d1/pipe"
+    # Rank 3's DEST has 16 MiB of room, rank 2's is read-only: both found by
+    # the agreement, before a byte is written anywhere.
+    mkdir -p "$dest"/rank{0,1,2,3}
+    mount -t tmpfs -o size=16m ibbstage "$dest/rank3" && mount -t tmpfs -o ro,size=1m ibbstage "$dest/rank2" ||
+      fail "cannot mount the small and the read-only DEST"
+    stage true "" "$args"
+    umount "$dest/rank3" "$dest/rank2"
+    [[ $rc -ne 0 ]] || fail "exit status 0 without space on rank 3"
+    every_rank_says "before any data moved: rank 3 failed: no_resource: no space on $dest/rank3"
+    every_rank_says "before any data moved: rank 2 failed: invalid_argument: DEST $dest/rank2 is not writable"
+    [[ -z $(find "$dest" -type f) ]] || fail "a file was written although a rank had no space" ;;
+  *) echo "unknown scenario $scenario"; exit 2 ;;
+esac
+echo "stage $scenario: ok ($ranks ranks, $nfiles files)"
