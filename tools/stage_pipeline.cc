@@ -18,7 +18,8 @@
 namespace ibbcast::tool::stage {
 namespace {
 
-constexpr int kBuffers = 4;  // one reading, one on the wire, one writing, one spare
+constexpr std::size_t kInFlight = 2;  // broadcasts posted at once
+constexpr int kBuffers = 6;           // reading, on the wire (2), writing, two spare
 
 struct Chunk {
   std::vector<std::byte> buf;
@@ -197,24 +198,45 @@ TransferResult transfer(Group& group, const TransferPlan& plan,
   std::thread writer([&] { write_chunks(plan, write_q, free_q, res, group.rank()); });
   const auto me = static_cast<int64_t>(group.rank());
   Status group_status;
-  for_each_chunk(plan, [&](uint32_t file, uint32_t k, uint64_t off, uint32_t len, uint64_t seq) {
-    Chunk* c = root ? full_q.pop() : free_q.pop();
-    if (c == nullptr) return false;
-    if (!root) *c = Chunk{std::move(c->buf), file, k, len, off, seq};
-    group_status = group.bcast(0, c->buf.data(), kChunkHeaderSize + len);
+  // Two broadcasts in flight: stage 2 of chunk k overlaps stage 1 of k+1.
+  std::deque<std::pair<Chunk*, uint64_t>> inflight;
+  auto complete_oldest = [&]() -> bool {
+    auto [c, req] = inflight.front();
+    inflight.pop_front();
+    group_status = group.wait(req);
     if (!group_status) {
       free_q.push(c);
       return false;
     }
-    if (plan.fault.kind == TestFault::Kind::kKill && plan.fault.chunk == seq &&
+    if (plan.fault.kind == TestFault::Kind::kKill && plan.fault.chunk == c->seq &&
         (plan.fault.rank < 0 || plan.fault.rank == me)) {
       std::raise(SIGKILL);
     }
+    res.bytes_broadcast += c->length;
     write_q.push(c);
-    res.bytes_broadcast += len;
     progress(res.bytes_broadcast);
     return true;
-  });
+  };
+  bool ok = for_each_chunk(
+      plan, [&](uint32_t file, uint32_t k, uint64_t off, uint32_t len, uint64_t seq) {
+        Chunk* c = root ? full_q.pop() : free_q.pop();
+        if (c == nullptr) return false;
+        if (!root) *c = Chunk{std::move(c->buf), file, k, len, off, seq};
+        auto req = group.ibcast(0, c->buf.data(), kChunkHeaderSize + len);
+        if (!req) {
+          group_status = req.status();
+          free_q.push(c);
+          return false;
+        }
+        inflight.emplace_back(c, *req);
+        return inflight.size() < kInFlight || complete_oldest();
+      });
+  while (ok && !inflight.empty())
+    ok = complete_oldest();
+  // After a failure the group is broken; the engine must let go of every
+  // buffer still posted before the pool is freed.
+  for (auto& [c, req] : inflight)
+    (void)group.wait(req);
   free_q.close();
   full_q.close();
   write_q.close();
