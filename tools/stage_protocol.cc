@@ -1,6 +1,8 @@
 #include "tools/stage_protocol.h"
 
 #include <cstring>
+#include <set>
+#include <string_view>
 
 namespace ibbcast::tool::stage {
 namespace {
@@ -174,6 +176,20 @@ Result<Manifest> decode_manifest(std::span<const std::byte> in) {
     if (e.target.find('\0') != std::string::npos) return corrupt("manifest: NUL in a target");
   }
   if (r.left() != 0) return corrupt("manifest: trailing bytes");
+  // Two entries for one path, or a path below a symlink of the manifest,
+  // would let a manifest write through a link it made: refused.
+  std::set<std::string_view> paths, links;
+  for (const Entry& e : m.entries) {
+    if (!paths.insert(e.path).second) return corrupt("manifest: '" + e.path + "' twice");
+    if (e.kind == EntryKind::kSymlink) links.insert(e.path);
+  }
+  for (const Entry& e : m.entries) {
+    for (std::size_t p = e.path.find('/'); p != std::string::npos; p = e.path.find('/', p + 1)) {
+      if (links.count(std::string_view(e.path).substr(0, p)) != 0) {
+        return corrupt("manifest: '" + e.path + "' lies below a symlink");
+      }
+    }
+  }
   return m;
 }
 
@@ -187,6 +203,7 @@ void encode_start(const Start& s, std::span<std::byte, kStartSize> out) {
   w.put(s.chunk_size, 4);
   w.put(s.error_code, 4);
   w.put(s.manifest_len, 8);
+  w.put(s.entries, 4);
   w.put(n, 4);
   w.put_bytes(s.message.data(), n);
   v.resize(kStartSize);
@@ -206,6 +223,8 @@ Result<Start> decode_start(std::span<const std::byte> in) {
   s.chunk_size = static_cast<uint32_t>(r.get(4));
   s.error_code = static_cast<uint32_t>(r.get(4));
   s.manifest_len = r.get(8);
+  s.entries = static_cast<uint32_t>(r.get(4));
+  if (s.entries >= kMaxEntries) return corrupt("start block: too many entries");
   const std::size_t n = r.get(4);
   if (n > kStartMessageSize) return corrupt("start block: message too long");
   s.message.resize(n);

@@ -106,7 +106,8 @@ struct Manifest {
 };
 
 std::vector<std::byte> encode_manifest(const Manifest& m);
-/// Validates every entry (kind, mode, path shape, sizes of non-files, lengths).
+/// Validates every entry (kind, mode, path shape, sizes of non-files, lengths)
+/// and the whole: no path twice, none below a symlink entry.
 Result<Manifest> decode_manifest(std::span<const std::byte> in);
 /// True for a relative path of non-empty components, none "." or "..".
 bool safe_relative_path(const std::string& p);
@@ -117,6 +118,7 @@ struct Start {
   bool preserve = false;
   uint32_t chunk_size = 0;
   uint64_t manifest_len = 0;
+  uint32_t entries = 0;     ///< manifest entries (sizes the agreement's bitmap)
   uint32_t error_code = 0;  ///< an Errc; 0 = ok
   std::string message;      ///< the root's error, at most kStartMessageSize bytes
 };

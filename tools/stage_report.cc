@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "core/group.h"
 
@@ -103,8 +104,16 @@ void Progress::print(uint64_t bytes, bool final_line) {
   const double pct =
       total_ > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total_) : 100;
   const double eta = rate > 0 ? static_cast<double>(total_ - std::min(bytes, total_)) / rate : 0;
-  std::fprintf(stderr, "%sstage: %.1f / %.1f MiB (%5.1f%%) %.1f MB/s ETA %.0fs%s", tty_ ? "\r" : "",
-               mib(bytes), mib(total_), pct, rate / 1e6, eta, tty_ && !final_line ? "   " : "\n");
+  // A terminal gets a bar; a log file gets the same numbers without one.
+  std::string bar;
+  if (tty_) {
+    const auto filled = static_cast<std::size_t>(pct / 5);
+    bar = "[" + std::string(std::min<std::size_t>(filled, 20), '#') +
+          std::string(20 - std::min<std::size_t>(filled, 20), '.') + "] ";
+  }
+  std::fprintf(stderr, "%sstage: %s%.1f / %.1f MiB (%5.1f%%) %.1f MB/s ETA %.0fs%s",
+               tty_ ? "\r" : "", bar.c_str(), mib(bytes), mib(total_), pct, rate / 1e6, eta,
+               tty_ && !final_line ? "   " : "\n");
   std::fflush(stderr);
 }
 

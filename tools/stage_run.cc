@@ -16,8 +16,11 @@ double seconds_since(Nanos t0) {
   return static_cast<double>((monotonic_now() - t0).count()) / 1e9;
 }
 
-// Steps 1 and 2: the root's start block and manifest, on every rank.
-Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree, Start& start) {
+// Steps 1 and 2: the root's start block and manifest, on every rank. An
+// error returned is the same on every rank (the root's, or the group's); a
+// manifest this rank cannot decode goes to `local`, for the agreement.
+Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree, Start& start,
+                        Status& local) {
   std::vector<std::byte> block(kStartSize), bytes;
   if (group.rank() == 0) {
     auto walked = walk_sources(opt.sources, build_digest_kind());
@@ -28,6 +31,7 @@ Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree,
       tree = std::move(*walked);
       bytes = encode_manifest(tree.manifest);
       start.manifest_len = bytes.size();
+      start.entries = static_cast<uint32_t>(tree.manifest.entries.size());
     } else {
       start.error_code = static_cast<uint32_t>(walked.status().code());
       start.message = walked.status().message();
@@ -46,7 +50,12 @@ Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree,
   IBBCAST_RETURN_IF_ERROR(group.bcast(0, bytes.data(), bytes.size()));
   if (group.rank() != 0) {
     auto m = decode_manifest(bytes);
-    if (!m) return m.status();
+    if (m && m->entries.size() != start.entries)
+      m = make_error(Errc::kCorrupt, "manifest: wrong count");
+    if (!m) {
+      local = m.status();
+      return Status::ok();
+    }
     tree.manifest = std::move(*m);
     for (const Entry& e : tree.manifest.entries)
       tree.total_bytes += e.size;
@@ -80,7 +89,8 @@ int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   auto keep_group_going = [&group] { (void)group.progress(false, Nanos(0)); };
   SourceTree tree;
   Start start;
-  if (Status st = receive_manifest(group, opt, tree, start); !st) {
+  Status local;
+  if (Status st = receive_manifest(group, opt, tree, start, local); !st) {
     // The root's verdict reached every rank (or the group broke): same on all.
     std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", me, st.to_string().c_str());
     return 1;
@@ -88,8 +98,9 @@ int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   const Manifest& m = tree.manifest;
   RankRecord mine;
   std::vector<bool> need;
-  mine.set_status(local_plan(opt, m, start.force, start.preserve, need, mine.bytes_needed));
-  std::vector<uint8_t> bits((m.entries.size() + 7) / 8, 0);
+  if (local) local = local_plan(opt, m, start.force, start.preserve, need, mine.bytes_needed);
+  mine.set_status(local);
+  std::vector<uint8_t> bits((start.entries + 7) / 8, 0);
   for (std::size_t i = 0; i < need.size(); ++i)
     if (need[i]) bits[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
   std::vector<RankRecord> all;

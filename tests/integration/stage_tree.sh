@@ -6,7 +6,8 @@
 # with the source (diff -r, symlinks as links); no partial file may be left.
 # Usage: stage_tree.sh IBBCAST SCENARIO [RANKS]
 #   tree       stage; rerun (every rank skips every file, mtimes unchanged);
-#              change one file's bytes (same size): only it is rewritten; --force
+#              change one file's bytes (same size): only it is rewritten; --force;
+#              --preserve (mtimes and modes kept on every rank), again (all skipped)
 #   loss30     30 % multicast loss on every bridge port: byte-exact, repairs seen
 #   interrupt  every rank SIGKILLed mid-way through the large file: final names
 #              hold only complete files, a partial is left, the rerun sends only
@@ -106,7 +107,19 @@ case $scenario in
     stage true "" "$args"
     all_ok 1 $((nfiles - 1))
     stage true "" "--force $args"
-    all_ok "$nfiles" 0 ;;
+    all_ok "$nfiles" 0
+    # --preserve: the staged copies' mtimes differ, so all are rewritten, with
+    # the source's mtime and mode; a second --preserve run skips all.
+    chmod 0640 "$src/d2/f2"
+    stage true "" "--preserve $args"
+    all_ok "$nfiles" 0
+    (cd "$src" && find . -type f -printf '%P %T@ %m\n' | sort) >"$work/want"
+    for ((r = 0; r < ranks; r++)); do
+      (cd "$dest/rank$r/tree" && find . -type f -printf '%P %T@ %m\n' | sort) >"$work/have"
+      cmp -s "$work/want" "$work/have" || fail "rank $r: --preserve did not keep mtimes and modes"
+    done
+    stage true "" "--preserve $args"
+    all_ok 0 "$nfiles" ;;
   loss30)
     stage '"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30' "" "$args"
     all_ok "$nfiles" 0
