@@ -31,6 +31,8 @@ void usage() {
       "              --ranks 8,64,1m --algorithms two_stage,binomial --size 1k --losses 0,0.1\n"
       "              --root-delays 0,20us --skew uniform --skew-scale 50us --loggp L,o,g,G|FILE\n"
       "              --torus 8x8 --partitions 8,16: the torus multicast models instead\n"
+      "  plot        CSV... --svg FILE [--size S]: latency vs size, vs ranks and the\n"
+      "              per-rank spread from `bench` CSVs (a run or a sweep; - is stdin)\n"
       "  info        backends of this build; --config: every knob, value, origin\n"
       "  config-doc  docs/config.md, generated from the config tables\n"
       "engine knobs work as flags everywhere: --algorithm two_stage --fragment-size 4k ...\n"
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
 #endif
   }
   if (cmd == "sim") return ibbcast::tool::cmd_sim(argc - 2, argv + 2);
+  if (cmd == "plot") return ibbcast::tool::cmd_plot(argc - 2, argv + 2);
   if (cmd == "info") return ibbcast::tool::cmd_info(argc - 2, argv + 2);
   if (cmd == "config-doc") return ibbcast::tool::cmd_config_doc(argc - 2, argv + 2);
   std::fprintf(stderr, "ibbcast: unknown command '%s'\n", cmd.c_str());
