@@ -4,7 +4,9 @@
 # namespace per rank on one bridge, the adapter preloaded. CSV on stdout with
 # a leading MPI column.
 # Usage: scripts/bench_mpi.sh IMPL ADAPTER_LIB BENCH_BINARY [--smoke] [NP...]   (root)
-#   IMPL: openmpi | mpich. SIZES (default "1 1k 64k 1m 16m"), ITERATIONS (20).
+#   IMPL: openmpi | mpich. SIZES (default "1 1k 64k 1m 16m"), ITERATIONS (20),
+#   MPI_ENV: more NAME=VALUE words for every rank (e.g. the MPI's own
+#   transport choice: "OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self").
 #   --smoke: 4 ranks, 1k and 1m, 3 iterations, and the output is checked
 #   (the CI test; the program itself checks every byte and that ibbcast
 #   carried the calls). Not a timing assertion.
@@ -27,7 +29,8 @@ fi
 source "$repo/tests/support/mpi_launch.sh"
 mpi_launcher_present "$impl" || exit 1
 mpi_preload "$lib"
-envs=(LD_PRELOAD="$preload" "${asan[@]}" IBBCAST_UDP_INTERFACE=eth0 IBBCAST_TIMEOUT=20s)
+# shellcheck disable=SC2206  # MPI_ENV is words
+envs=(LD_PRELOAD="$preload" "${asan[@]}" IBBCAST_UDP_INTERFACE=eth0 IBBCAST_TIMEOUT=20s ${MPI_ENV:-})
 
 header=1 fails=0
 for np in "${nps[@]}"; do
