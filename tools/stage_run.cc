@@ -138,7 +138,7 @@ int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   }
   Progress progress(me == 0 ? opt.progress : "none", send_bytes);
   TransferResult res = transfer(group, plan, [&progress](uint64_t b) { progress.update(b); });
-  progress.done(res.bytes_broadcast);
+  if (!plan.files.empty()) progress.done(res.bytes_broadcast);
   mine.set_status(res.status);
   mine.files_written = res.files_written;
   mine.bytes_written = res.bytes_written;
