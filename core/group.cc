@@ -78,6 +78,7 @@ Status Group::wait(uint64_t request) {
 
 Status Group::progress(bool block, Nanos max_wait) {
   Nanos now = monotonic_now();
+  send_blocked_ = false;
   bool busy = pump_receives(now);
   busy |= pump_sends(now);
   engine_->on_tick(monotonic_now());
@@ -95,7 +96,10 @@ bool Group::pump_sends(Nanos now) {
     Gather g{{a->header, a->payload, a->trailer}};
     if (a->kind == Action::Kind::kMulticast) {
       Status st = mcast_ ? mcast_->send(g) : make_error(Errc::kInternal, "no multicast channel");
-      if (st.code() == Errc::kAgain) break;
+      if (st.code() == Errc::kAgain) {
+        send_blocked_ = true;
+        break;
+      }
       if (!st && !logged_send_error_) {
         // A failed datagram is a lost datagram: stage 2 repairs it.
         logged_send_error_ = true;
@@ -149,14 +153,15 @@ bool Group::pump_receives(Nanos now) {
 
 void Group::sleep_until_event(Nanos max_wait) {
   int fd = transport_->event_fd();
-  if (fd < 0) {
+  const int send_fd = send_blocked_ ? mcast_->send_wait_fd() : -1;
+  if (fd < 0 || (send_blocked_ && send_fd < 0)) {
     std::this_thread::sleep_for(std::min<Nanos>(max_wait, transport_->idle_sleep()));
     return;
   }
   if (transport_->arm().code() == Errc::kAgain) return;
-  pollfd pfd{fd, POLLIN, 0};
+  pollfd pfd[2] = {{fd, POLLIN, 0}, {send_fd, POLLOUT, 0}};
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(max_wait).count();
-  ::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(ms, 1)));
+  ::poll(pfd, send_fd >= 0 ? 2 : 1, static_cast<int>(std::max<int64_t>(ms, 1)));
 }
 
 }  // namespace ibbcast

@@ -83,6 +83,7 @@ class Group {
   std::function<void()> progress_hook_;
   bool print_statistics_ = false;
   bool logged_send_error_ = false;
+  bool send_blocked_ = false;  ///< the multicast channel said kAgain: wake when writable
 };
 
 /// Monotonic now, for drivers.

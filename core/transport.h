@@ -50,6 +50,11 @@ class McastChannel {
   /// Up to out.size() received datagrams; never blocks. Release them after use.
   virtual std::size_t poll(std::span<RecvView> out) = 0;
   virtual void release(std::span<const RecvView> views) = 0;
+  /// A descriptor that polls writable (POLLOUT) once send() may succeed again
+  /// after kAgain, or -1: the driver then naps for the transport's idle_sleep.
+  /// Without it a sender held back by a slower link slept until the next
+  /// receive event or timer — up to 50 ms per refill of the socket buffer.
+  virtual int send_wait_fd() const { return -1; }
 };
 
 /// An event of the reliable channel.

@@ -38,6 +38,8 @@ class FaultyMcast final : public McastChannel {
     return inner_->send(frame);
   }
 
+  int send_wait_fd() const override { return inner_->send_wait_fd(); }
+
   std::size_t poll(std::span<RecvView> out) override {
     ingest();
     const Nanos now = clock_now();

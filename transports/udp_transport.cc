@@ -58,6 +58,8 @@ class McastSocket final : public McastChannel {
     return make_error(Errc::kDeviceLost, "sendmsg to " + group_.text + ": " + std::strerror(e));
   }
 
+  int send_wait_fd() const override { return fd_; }
+
   std::size_t poll(std::span<RecvView> out) override {
     if (in_use_ != 0 || out.empty()) return 0;  // the driver releases a batch before the next
     const unsigned want = static_cast<unsigned>(std::min<std::size_t>(out.size(), kSlots));
