@@ -1,9 +1,14 @@
 #include "core/engine_config.h"
 
+#include <algorithm>
 #include <array>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/config_fields.h"
+#include "core/loggp_fit.h"
 
 namespace ibbcast {
 namespace {
@@ -50,7 +55,42 @@ Status parse_fibo_s(EngineConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<EngineConfig>, 14> kTable = {{
+// Inline parameters are one data line of the parameter file's format, so one
+// parser (parse_loggp_csv) reads both.
+Status parse_loggp(EngineConfig& c, std::string_view t) {
+  if (t.empty()) {
+    c.loggp.clear();
+    c.loggp_params.reset();
+    return Status::ok();
+  }
+  std::string text(t);
+  if (t.find(',') == std::string_view::npos) {
+    // A parameter file is a few lines: refuse devices and pipes (which could
+    // block or never end) and anything large.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(text, ec) ||
+        std::filesystem::file_size(text, ec) > 65536) {
+      return make_error(Errc::kInvalidArgument, "loggp: cannot read the file " + text +
+                                                    " (a regular file of up to 64 KiB)");
+    }
+    std::ifstream f(text);
+    if (!f) return make_error(Errc::kInvalidArgument, "loggp: cannot read the file " + text);
+    std::ostringstream all;
+    all << f.rdbuf();
+    text = all.str();
+  } else if (std::count(t.begin(), t.end(), ',') != 3) {
+    return make_error(
+        Errc::kInvalidArgument,
+        "loggp: expected L,o,g,G (us, us, us, us/byte) or a file, not '" + std::string(t) + "'");
+  }
+  auto m = parse_loggp_csv(text);
+  if (!m) return make_error(Errc::kInvalidArgument, "loggp: " + m.status().message());
+  c.loggp = std::string(t);
+  c.loggp_params = std::array<double, 4>{m->L, m->o, m->g, m->G};
+  return Status::ok();
+}
+
+const std::array<ConfigField<EngineConfig>, 15> kTable = {{
     {"algorithm", "auto", "broadcast algorithm; auto applies the decision function", parse_algo,
      [](const EngineConfig& c) { return std::string(algorithm_name(c.algorithm)); }},
     bool_field<&EngineConfig::multicast>("multicast", "on",
@@ -78,6 +118,10 @@ const std::array<ConfigField<EngineConfig>, 14> kTable = {{
     {"fibo_s", "1", "Fibo-tree send cost in model units", parse_fibo_s,
      [](const EngineConfig& c) { return std::to_string(c.fibo_s); }},
     uint_field<&EngineConfig::fibo_r>("fibo_r", "3", "Fibo-tree receive cost in model units"),
+    {"loggp", "",
+     "measured LogGP (L,o,g,G or a `bench --loggp-out` file): rank 0's set crossover_nodes, "
+     "crossover_size and fibo_s/r at group creation",
+     parse_loggp, [](const EngineConfig& c) { return c.loggp; }},
 }};
 
 }  // namespace

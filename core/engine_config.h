@@ -3,8 +3,11 @@
 // crossover_size, fragment_size, root_delay, checksum, print_statistics) plus
 // what a production library needs (timeout, early-datagram bound, tree radix).
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 
 #include "core/algorithm.h"
 #include "core/config.h"
@@ -27,6 +30,12 @@ struct EngineConfig {
   uint32_t knomial_radix = 4;
   uint32_t fibo_s = 1;  ///< Fibo-tree send cost (model units)
   uint32_t fibo_r = 3;  ///< Fibo-tree receive cost (model units)
+  /// Measured LogGP parameters ("L,o,g,G" in us and us/byte, or the file
+  /// `ibbcast bench --loggp --loggp-out` writes); "" = off. When rank 0 has
+  /// them, every rank derives crossover_nodes, crossover_size and fibo_s/r
+  /// from rank 0's parameters at group creation (core/calibrate.h).
+  std::string loggp;
+  std::optional<std::array<double, 4>> loggp_params;  ///< L, o, g, G parsed from `loggp`
 };
 
 /// The table: names, defaults, docs, parsers (docs/config.md is generated from it).

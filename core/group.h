@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "core/calibrate.h"
 #include "core/engine.h"
 #include "core/engine_config.h"
 #include "core/stats.h"
@@ -68,6 +70,9 @@ class Group {
   /// Algorithm a request runs (valid until it is reported done).
   Algorithm request_algorithm(uint64_t request) const { return engine_->op_algorithm(request); }
   const GroupStats& stats() const { return engine_->stats(); }
+  /// The thresholds derived from rank 0's measured LogGP (the `loggp` knob),
+  /// when it had them; the engine runs with these instead of the knobs'.
+  const std::optional<Calibration>& calibration() const { return calibration_; }
 
  private:
   Group() = default;
@@ -80,6 +85,7 @@ class Group {
   std::unique_ptr<McastChannel> mcast_;
   std::unique_ptr<P2pChannel> p2p_;
   std::string fallback_reason_;
+  std::optional<Calibration> calibration_;
   std::function<void()> progress_hook_;
   bool print_statistics_ = false;
   bool logged_send_error_ = false;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/auth.h"
+#include "core/calibrate.h"
 #include "core/group.h"
 #include "core/log.h"
 #include "core/wire.h"
@@ -22,6 +23,10 @@ struct SetupRecord {
   char addr[kAddrMax] = {};
   uint32_t auth = 0;  // this rank's auth knob; rank 0's record also carries the key
   AuthKey key{};
+  // Rank 0's measured LogGP (the `loggp` knob): every rank calibrates from
+  // these, so all derive the same thresholds even if their own knobs differ.
+  uint32_t calibrated = 0;
+  double loggp[4] = {};
 };
 
 struct JoinRecord {
@@ -72,6 +77,10 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
       mine.key = *key;
     }
     mine.session = random_u64();
+    if (config.loggp_params) {
+      mine.calibrated = 1;
+      std::copy(config.loggp_params->begin(), config.loggp_params->end(), mine.loggp);
+    }
     std::string addr = transport.choose_multicast_address(random_u64());
     mine.addr_len = static_cast<uint32_t>(std::min(addr.size(), kAddrMax));
     std::memcpy(mine.addr, addr.data(), mine.addr_len);
@@ -149,7 +158,21 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
                   "); this group uses point-to-point broadcasts");
     }
   }
-  g->engine_ = std::make_unique<Engine>(config, id);
+  EngineConfig effective = config;
+  if (all[0].calibrated != 0) {
+    const LogGP m{all[0].loggp[0], all[0].loggp[1], all[0].loggp[2], all[0].loggp[3]};
+    CalibrationInput in;
+    in.p = std::max<uint32_t>(id.size, 2);
+    in.fragment_size = id.fragment_size;
+    in.multicast = id.multicast_ok;
+    const Calibration c = calibrate(m, in);
+    effective.crossover_nodes = c.crossover_nodes;
+    effective.crossover_size = c.crossover_size;
+    effective.fibo_s = c.fibo_s;
+    effective.fibo_r = c.fibo_r;
+    g->calibration_ = c;
+  }
+  g->engine_ = std::make_unique<Engine>(effective, id);
   return g;
 }
 

@@ -28,7 +28,7 @@ struct Pipeline {
 Pipeline pipeline(const LogGP& m, const ModelInput& in) {
   Pipeline pl{};
   const uint32_t fs = std::max<uint32_t>(in.fragment_size, 1);
-  pl.f = fragment_count(in.n, fs);
+  pl.f = model_fragment_count(in.n, fs);
   pl.m = std::min<uint64_t>(fs, in.n);
   pl.ml = in.n - (pl.f - 1) * pl.m;
   pl.gap = m.gap(pl.m);
@@ -137,7 +137,7 @@ double LogGP::hop(uint64_t m) const {
   return 2 * o + L + static_cast<double>(m > 0 ? m - 1 : 0) * G;
 }
 
-uint64_t fragment_count(uint64_t n, uint32_t fs) {
+uint64_t model_fragment_count(uint64_t n, uint32_t fs) {
   fs = std::max<uint32_t>(fs, 1);
   return n == 0 ? 0 : (n - 1) / fs + 1;
 }

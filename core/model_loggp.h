@@ -61,6 +61,6 @@ struct Prediction {
 Prediction predict_loggp(const LogGP& m, const ModelInput& in);
 
 /// Fragments of an n-byte message of fragment size fs (>= 1): ceil(n / fs).
-uint64_t fragment_count(uint64_t n, uint32_t fs);
+uint64_t model_fragment_count(uint64_t n, uint32_t fs);
 
 }  // namespace ibbcast

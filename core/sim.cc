@@ -53,7 +53,7 @@ class Sim {
         enter_(p_, 0),
         port_(p_, 0),
         done_(p_, 0) {
-    // Fragment size 0 is clamped to 1 byte, as fragment_count() does.
+    // Fragment size 0 is clamped to 1 byte, as model_fragment_count() does.
     const uint64_t fs = std::max<uint32_t>(sp.in.fragment_size, 1);
     m_ = sched.pipelined() ? std::min<uint64_t>(fs, sp.in.n) : sp.in.n;
     m_last_ = sp.in.n - (f_ - 1) * m_;
@@ -210,7 +210,7 @@ Result<SimResult> simulate(const SimParams& sp) {
   sched.fragments = 1;
   // Store-and-forward algorithms move the whole message as one LogGP message.
   const bool pipelined = Schedule(sched).pipelined();
-  const uint64_t frags = pipelined ? fragment_count(sp.in.n, sp.in.fragment_size) : 1;
+  const uint64_t frags = pipelined ? model_fragment_count(sp.in.n, sp.in.fragment_size) : 1;
   if (sp.in.n == 0 || sp.in.p == 1) {
     SimResult r;
     if (sp.keep_per_rank) r.done.assign(sp.in.p, 0);

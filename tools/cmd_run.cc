@@ -56,6 +56,14 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
     groups.push_back(std::move(*g));
   }
   report.multicast = groups[0]->multicast_active() ? 1 : 0;
+  if (const auto& c = groups[0]->calibration(); c && boot.rank() == 0) {
+    std::printf(
+        "calibrated auto (rank 0's loggp): crossover_nodes %u, crossover_size %s, "
+        "fibo_s %u, fibo_r %u\n",
+        c->crossover_nodes,
+        c->crossover_size == kNeverCrossover ? "never" : format_size(c->crossover_size).c_str(),
+        c->fibo_s, c->fibo_r);
+  }
   const uint32_t r0 = static_cast<uint32_t>(*root);
   // Fault test hook: this rank dies by SIGKILL in the middle of the last
   // broadcast (after posting, before completing), like a crashed node.
