@@ -20,7 +20,7 @@ Status parse_transport(AdapterConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<AdapterConfig>, 6> kTable = {{
+const std::array<ConfigField<AdapterConfig>, 7> kTable = {{
     bool_field<&AdapterConfig::enable>("mpi_enable", "on",
                                        "MPI adapter on/off (off: the MPI's own broadcast)"),
     uint_field<&AdapterConfig::min_ranks>(
@@ -31,6 +31,10 @@ const std::array<ConfigField<AdapterConfig>, 6> kTable = {{
         "mpi_max_bytes", "0", "messages with more bytes use the MPI's own broadcast; 0 = none"),
     bool_field<&AdapterConfig::print_stats>(
         "mpi_print_stats", "off", "rank 0 of a communicator prints its statistics when freed"),
+    bool_field<&AdapterConfig::single_host>(
+        "mpi_single_host", "off",
+        "use ibbcast also when all ranks share one host and network namespace (off: the MPI's "
+        "own broadcast, e.g. shared memory)"),
     {"mpi_transport", "auto",
      "multicast backend: udp, dpdk, verbs, or auto (verbs if every rank has an active RDMA port)",
      parse_transport, [](const AdapterConfig& c) { return c.transport; }},

@@ -17,6 +17,10 @@ struct AdapterConfig {
   uint64_t min_bytes = 0;    ///< smaller messages use the MPI's own broadcast
   uint64_t max_bytes = 0;    ///< larger messages use the MPI's own broadcast; 0 = no limit
   bool print_stats = false;  ///< rank 0 of each communicator prints its statistics when freed
+  /// Also communicators whose ranks all share one host and network namespace
+  /// (off: those use the MPI's own broadcast — its shared memory beats any
+  /// NIC path there, 6-19x in the README's comparison).
+  bool single_host = false;
   /// Multicast backend: udp, dpdk, verbs, or auto (verbs when every rank of
   /// the communicator has an active RDMA port, else udp).
   std::string transport = "auto";

@@ -1,5 +1,9 @@
 #include "mpi-adapter/comm_state.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -104,6 +108,35 @@ std::string choose_transport(MpiBootstrap& boot, const std::string& wanted) {
   return "verbs";
 }
 
+constexpr const char* kOneHostReason =
+    "every rank on one host (the MPI's shared memory is faster; IBBCAST_MPI_SINGLE_HOST=on to "
+    "use ibbcast)";
+
+// This rank's host and network namespace as one number: ranks in separate
+// namespaces of one machine (the test fabric, containers) reach each other
+// only through a network, like separate hosts.
+uint64_t host_key() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const char* c = name; *c != '\0'; ++c)
+    h = (h ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
+  struct stat st {};
+  if (stat("/proc/self/ns/net", &st) == 0) h ^= (uint64_t{st.st_ino} << 1) | 1;
+  return h;
+}
+
+// True on every rank when every rank shares this rank's host key (one allgather).
+bool one_host(MpiBootstrap& boot) {
+  const uint64_t mine = host_key();
+  std::vector<uint64_t> all(boot.size());
+  if (!boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))))
+    return false;
+  for (uint64_t k : all)
+    if (k != all[0]) return false;
+  return true;
+}
+
 }  // namespace
 
 const AdapterConfig& adapter_config() {
@@ -120,6 +153,10 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
   s->boot_ = std::move(*boot);
   MpiBootstrap& b = *s->boot_;
   const Settings& cfg = settings();
+  if (!cfg.adapter.value().single_host && one_host(b)) {
+    s->reason_ = kOneHostReason;
+    return s;
+  }
   auto t = make_fabric_transport(choose_transport(b, cfg.adapter.value().transport),
                                  {cfg.udp.value(), cfg.dpdk.value(), cfg.verbs.value()}, b);
   if (t) s->transport_ = std::move(*t);
@@ -136,7 +173,12 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
 
 CommState::~CommState() {
   if (boot_ && boot_->rank() == 0) {
-    if (!reason_.empty()) {
+    // The one-host case is a choice, not a failure: said once per process,
+    // not for every communicator an application creates.
+    static std::atomic<bool> one_host_said{false};
+    if (reason_ == kOneHostReason && one_host_said.exchange(true)) {
+      // said already
+    } else if (!reason_.empty()) {
       std::fprintf(stderr, "ibbcast-mpi: communicator of %u ranks used MPI_Bcast: %s\n",
                    boot_->size(), reason_.c_str());
     } else if (adapter_config().print_stats && group_) {

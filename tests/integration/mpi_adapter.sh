@@ -6,7 +6,10 @@
 # carried the broadcasts, so a preload that silently does nothing fails.
 # Usage: mpi_adapter.sh IMPL ADAPTER_LIB CHECK_BINARY MODE [NP...]
 #   IMPL: openmpi | mpich
-#   MODE: host   all ranks in one network namespace (IP multicast on its eth0)
+#   MODE: host   all ranks in one network namespace (IP multicast on its eth0),
+#                IBBCAST_MPI_SINGLE_HOST=on (else the adapter leaves such a
+#                communicator to the MPI's shared memory)
+#         onehost the same without it: every call must go to the MPI, bytes exact
 #         fabric one namespace per rank on the bridge (the namespace fabric)
 #         loss   fabric with 20 % multicast loss on the bridge
 set -uo pipefail
@@ -17,6 +20,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 case $mode in
   host) ((${#nps[@]})) || nps=(2 3 8) ;;
+  onehost) ((${#nps[@]})) || nps=(3) ;;
   fabric) ((${#nps[@]})) || nps=(4 8) ;;
   loss) ((${#nps[@]})) || nps=(6) ;;
   *) echo "unknown mode $mode"; exit 2 ;;
@@ -24,20 +28,24 @@ esac
 # shellcheck source=../support/mpi_launch.sh
 source "$here/support/mpi_launch.sh"
 mpi_preload "$lib"
-envs=(LD_PRELOAD="$preload" "${asan[@]}" EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_UDP_INTERFACE=eth0
-  IBBCAST_TIMEOUT=20s)
+envs=(LD_PRELOAD="$preload" "${asan[@]}" IBBCAST_UDP_INTERFACE=eth0 IBBCAST_TIMEOUT=20s)
+case $mode in
+  onehost) envs+=(EXPECT_IBBCAST=0) ;;
+  host) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_SINGLE_HOST=on) ;;
+  *) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1) ;;
+esac
 mpi_launcher_present "$impl" || exit 1
 
 fails=0
 for np in "${nps[@]}"; do
   hosts=$np
-  [[ $mode == host ]] && hosts=1
+  [[ $mode == host || $mode == onehost ]] && hosts=1
   fault=true
   [[ $mode == loss ]] && fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 20'
   fabric=1
-  [[ $mode == host ]] && fabric=0
+  [[ $mode == host || $mode == onehost ]] && fabric=0
   line=$(mpi_launch_line "$impl" "$np" "$fabric" "$check")
-  if [[ $mode == host ]]; then
+  if ((!fabric)); then
     cmd="ip netns exec \"\$IBBCAST_NETNS_PREFIX-h0\" env -u IBBCAST_NETNS_PREFIX $line"
   else
     cmd=$line

@@ -12,7 +12,7 @@ set -uo pipefail
 build=$1 impl=$2 np=$3
 envs=(LD_PRELOAD="$build/mpi-adapter/libibbcast_mpi_$impl.so" EXPECT_IBBCAST=1 EXPECT_MULTICAST=1
   IBBCAST_MPI_TRANSPORT=verbs IBBCAST_VERBS_NETDEV="$IBBCAST_LAB_NETDEV"
-  IBBCAST_VERBS_RELIABLE=ud IBBCAST_TIMEOUT=60s UCX_TLS=tcp,self)
+  IBBCAST_VERBS_RELIABLE=ud IBBCAST_TIMEOUT=60s UCX_TLS=tcp,self IBBCAST_MPI_SINGLE_HOST=on)
 args=()
 case $impl in
   openmpi)

@@ -116,8 +116,11 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const char* expect = std::getenv("EXPECT_IBBCAST");
   const bool expect_ibbcast = expect != nullptr && std::strcmp(expect, "1") == 0;
+  // EXPECT_IBBCAST=0: the adapter is loaded but must hand every call to the
+  // MPI (a communicator on one host, by default).
+  const bool expect_native = expect != nullptr && std::strcmp(expect, "0") == 0;
   auto stats = reinterpret_cast<StatsFn>(dlsym(RTLD_DEFAULT, "ibbcast_mpi_comm_stats"));
-  if (expect_ibbcast) check(stats != nullptr, "the adapter is not loaded");
+  if (expect_ibbcast || expect_native) check(stats != nullptr, "the adapter is not loaded");
 
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1404},
                         std::size_t{1405}, std::size_t{65539}, std::size_t{1} << 20}) {
@@ -184,6 +187,12 @@ int main(int argc, char** argv) {
               " calls, " + std::to_string(s.packed_calls) + " packed)");
     const char* mc = std::getenv("EXPECT_MULTICAST");
     if (mc != nullptr && std::strcmp(mc, "1") == 0) check(s.multicast_active == 1, "multicast off");
+  }
+  if (expect_native && stats != nullptr) {
+    ibbcast_mpi_stats s{};
+    check(stats(MPI_COMM_WORLD, &s) == MPI_SUCCESS && s.ibbcast_calls == 0 && s.native_calls > 0,
+          "world broadcasts were expected to go to the MPI (" + std::to_string(s.ibbcast_calls) +
+              " via ibbcast, " + std::to_string(s.native_calls) + " via the MPI)");
   }
   int all_fail = 0;
   MPI_Allreduce(&g_fail, &all_fail, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
