@@ -171,7 +171,14 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
   return s;
 }
 
+AsyncBcasts& CommState::async() {
+  std::call_once(async_once_,
+                 [this] { async_ = std::make_unique<AsyncBcasts>(*group_, group_mu_); });
+  return *async_;
+}
+
 CommState::~CommState() {
+  async_.reset();  // pending nonblocking broadcasts finish first
   if (boot_ && boot_->rank() == 0) {
     // The one-host case is a choice, not a failure: said once per process,
     // not for every communicator an application creates.

@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/group.h"
 #include "mpi-adapter/adapter_config.h"
+#include "mpi-adapter/async_bcasts.h"
 #include "mpi-adapter/mpi_bootstrap.h"
 
 namespace ibbcast::mpi {
@@ -22,6 +24,7 @@ struct CommCounters {
   uint64_t ibbcast_bytes = 0;
   uint64_t packed_calls = 0;  ///< of those, non-contiguous (packed and unpacked)
   uint64_t native_calls = 0;  ///< handed to the MPI's own broadcast
+  uint64_t ibcast_calls = 0;  ///< of the ibbcast ones, nonblocking (MPI_Ibcast)
 };
 
 class CommState {
@@ -34,6 +37,13 @@ class CommState {
 
   /// nullptr when this communicator uses the MPI's own broadcast.
   Group* group() { return group_.get(); }
+  /// Serializes the group between the caller's threads and the AsyncBcasts
+  /// thread (held for a whole blocking MPI_Bcast).
+  std::mutex& group_mutex() { return group_mu_; }
+  /// The nonblocking broadcasts' thread, started on first use (group() set).
+  AsyncBcasts& async();
+  /// Lets the MPI progress (for peers waiting on this rank's MPI operations).
+  void poke_mpi() { boot_->poke_progress(); }
   const std::string& reason() const { return reason_; }
   CommCounters counters;
 
@@ -42,6 +52,9 @@ class CommState {
   std::unique_ptr<MpiBootstrap> boot_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Group> group_;
+  std::mutex group_mu_;
+  std::once_flag async_once_;
+  std::unique_ptr<AsyncBcasts> async_;  ///< after group_: stopped before the group goes
   std::string reason_;
 };
 

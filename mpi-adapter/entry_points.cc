@@ -10,6 +10,7 @@
 
 #include "core/env.h"
 #include "core/log.h"
+#include "mpi-adapter/call_path.h"
 #include "mpi-adapter/comm_state.h"
 #include "mpi-adapter/ibbcast_mpi.h"
 #include "transports/netns.h"
@@ -28,6 +29,8 @@ void after_init() {
     if (!st) log_warning("ibbcast-mpi: " + st.to_string());
   }
 }
+
+}  // namespace
 
 // The adapter carries this call: same answer on every rank of `comm`.
 bool eligible(int count, MPI_Datatype type, int root, MPI_Comm comm, uint64_t* bytes) {
@@ -58,10 +61,12 @@ std::byte* contiguous_start(void* buffer, int count, MPI_Datatype type) {
 
 // The communicator's error handler decides (by default the job aborts).
 int fail(MPI_Comm comm, const Status& st) {
-  log_warning("ibbcast-mpi: MPI_Bcast failed: " + st.to_string());
+  log_warning("ibbcast-mpi: broadcast failed: " + st.to_string());
   PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
   return MPI_ERR_OTHER;
 }
+
+namespace {
 
 int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   uint64_t bytes = 0;
@@ -76,6 +81,8 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   ++s->counters.ibbcast_calls;
   s->counters.ibbcast_bytes += bytes;
   const auto r = static_cast<uint32_t>(root);
+  // The nonblocking broadcasts' thread uses the group too.
+  std::lock_guard<std::mutex> lock(s->group_mutex());
   if (std::byte* data = contiguous_start(buffer, count, type)) {
     Status st = g->bcast(r, data, bytes);
     return st ? MPI_SUCCESS : fail(comm, st);
@@ -132,6 +139,7 @@ int ibbcast_mpi_comm_stats(MPI_Comm comm, ibbcast_mpi_stats* out) {
   out->ibbcast_bytes = s->counters.ibbcast_bytes;
   out->packed_calls = s->counters.packed_calls;
   out->native_calls = s->counters.native_calls;
+  out->ibcast_calls = s->counters.ibcast_calls;
   out->multicast_active = s->group() != nullptr && s->group()->multicast_active() ? 1 : 0;
   return MPI_SUCCESS;
 }

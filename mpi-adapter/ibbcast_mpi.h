@@ -17,6 +17,7 @@ typedef struct ibbcast_mpi_stats {
   uint64_t packed_calls; /* of those, non-contiguous datatypes (packed) */
   uint64_t native_calls; /* MPI_Bcast calls handed to the MPI's own broadcast */
   int multicast_active;  /* 1 when the group's multicast is on */
+  uint64_t ibcast_calls; /* of the ibbcast calls, MPI_Ibcast */
 } ibbcast_mpi_stats;
 
 /* 0 on success; fills *out for comm (zeros before its first broadcast). */

@@ -2,8 +2,8 @@
 // sizes 0 B to 16 MiB, derived datatypes (also different ones on root and
 // receivers with the same type signature), duplicated and split
 // communicators, create/free cycles (no leaked descriptors), Ibcast mixed
-// with Bcast, and concurrent broadcasts on separate communicators from two
-// threads. It runs unmodified with or without the adapter preloaded; with
+// with Bcast (and the cases of tests/mpi/ibcast_cases.cc), and concurrent broadcasts on separate
+// communicators from two threads. It runs unmodified with or without the adapter preloaded; with
 // EXPECT_IBBCAST=1 it also asserts (through ibbcast_mpi_comm_stats, found by
 // dlsym) that the broadcasts went through ibbcast. Exit status = failures.
 #include <dirent.h>
@@ -19,28 +19,15 @@
 #include <vector>
 
 #include "mpi-adapter/ibbcast_mpi.h"
+#include "tests/mpi/check_util.h"
 
 namespace {
 
-int g_rank = 0, g_fail = 0, g_checks = 0;
-
-void check(bool ok, const std::string& what) {
-  ++g_checks;
-  if (!ok) {
-    ++g_fail;
-    std::fprintf(stderr, "bcast_check rank %d: FAIL %s\n", g_rank, what.c_str());
-  }
-}
-
-std::vector<unsigned char> pattern(std::size_t n, uint64_t seed) {
-  std::vector<unsigned char> v(n);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& b : v) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    b = static_cast<unsigned char>(x);
-  }
-  return v;
-}
+using mpi_check::check;
+using mpi_check::g_checks;
+using mpi_check::g_fail;
+using mpi_check::g_rank;
+using mpi_check::pattern;
 
 // One broadcast of n bytes from root on comm, checked against the pattern
 // and against the MPI's own PMPI_Bcast of the same bytes.
@@ -164,6 +151,8 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&other);
   }
 
+  mpi_check::ibcast_cases(MPI_COMM_WORLD);
+
   // Two threads, each broadcasting on its own communicator at the same time.
   if (provided == MPI_THREAD_MULTIPLE) {
     MPI_Comm c[2];
@@ -182,9 +171,11 @@ int main(int argc, char** argv) {
 
   if (expect_ibbcast && stats != nullptr) {
     ibbcast_mpi_stats s{};
-    check(stats(MPI_COMM_WORLD, &s) == MPI_SUCCESS && s.ibbcast_calls > 0 && s.packed_calls > 0,
+    check(stats(MPI_COMM_WORLD, &s) == MPI_SUCCESS && s.ibbcast_calls > 0 && s.packed_calls > 0 &&
+              s.ibcast_calls > 0,
           "world broadcasts did not go through ibbcast (" + std::to_string(s.ibbcast_calls) +
-              " calls, " + std::to_string(s.packed_calls) + " packed)");
+              " calls, " + std::to_string(s.packed_calls) + " packed, " +
+              std::to_string(s.ibcast_calls) + " nonblocking)");
     const char* mc = std::getenv("EXPECT_MULTICAST");
     if (mc != nullptr && std::strcmp(mc, "1") == 0) check(s.multicast_active == 1, "multicast off");
   }

@@ -1,0 +1,37 @@
+#pragma once
+// What the MPI test programs share: the failure count and a byte pattern.
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace mpi_check {
+
+inline int g_rank = 0, g_fail = 0, g_checks = 0;
+
+inline void check(bool ok, const std::string& what) {
+  ++g_checks;
+  if (!ok) {
+    ++g_fail;
+    std::fprintf(stderr, "bcast_check rank %d: FAIL %s\n", g_rank, what.c_str());
+  }
+}
+
+inline std::vector<unsigned char> pattern(std::size_t n, uint64_t seed) {
+  std::vector<unsigned char> v(n);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& b : v) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<unsigned char>(x);
+  }
+  return v;
+}
+
+/// MPI_Ibcast completed by every completion call, overlapping, mixed with
+/// point-to-point requests, non-contiguous, and progressing while the rank
+/// blocks in another MPI call (tests/mpi/ibcast_cases.cc).
+void ibcast_cases(MPI_Comm comm);
+
+}  // namespace mpi_check
