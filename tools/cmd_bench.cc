@@ -14,6 +14,7 @@
 
 #include "core/env.h"
 #include "core/group.h"
+#include "tools/bench_compare_mpi.h"
 #include "tools/bench_util.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -104,10 +105,18 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
 int cmd_bench(int argc, char** argv) {
   auto args = parse_args(argc, argv,
                          {"sizes", "algorithms", "iterations", "warmup", "root", "transport",
-                          "loggp-sizes", "loggp-n", "loggp-out"},
+                          "loggp-sizes", "loggp-n", "loggp-out", "compare"},
                          {"stream", "max-only", "loggp"});
   if (!args) {
     std::fprintf(stderr, "ibbcast bench: %s\n", args.status().to_string().c_str());
+    return 2;
+  }
+  if (const std::string cmp = option(*args, "compare", ""); !cmp.empty()) {
+    Status st = cmp == "mpi" ? exec_mpi_compare(option(*args, "sizes", "1,1k,64k,1m,16m"),
+                                                option(*args, "iterations", "20"),
+                                                option(*args, "root", "0"))
+                             : make_error(Errc::kInvalidArgument, "--compare takes mpi");
+    std::fprintf(stderr, "ibbcast bench: %s\n", st.to_string().c_str());
     return 2;
   }
   auto boot = make_bootstrap(args->bootstrap.value());

@@ -24,6 +24,7 @@ void usage() {
       "              --stream adds one UCX point-to-point stream (rank 0 -> 1) per size\n"
       "              --max-only skips the per-node method (p-1 times longer)\n"
       "              --loggp: LogGP of the UCX channel (rank 0 -> 1) instead, --loggp-out FILE\n"
+      "              --compare mpi: MPI_Bcast through the adapter against the MPI's own\n"
       "  stage       SRC... DEST: files and trees from rank 0 to every rank's DEST,\n"
       "              chunked, pipelined, verified, atomic (under mpirun/srun; docs/stage.md)\n"
       "              --force --preserve --chunk-size 512k --progress auto --no-auth\n"
