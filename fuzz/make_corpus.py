@@ -164,8 +164,136 @@ def config():
     write(t, "verbs-env", table(131, [(3, "auto"), (3, "-1")], [(3, "255"), (3, "256")]))
 
 
+def chunk_header(file=0, index=0, offset=0, length=4096, crc=0, flags=0, magic=0x43534249,
+                 version=1, reserved=0):
+    """tools/stage_protocol.h: 32 bytes, little-endian."""
+    return struct.pack("<IBBHIIQII", magic, version, flags, reserved, file, index, offset, length,
+                       crc)
+
+
+def stage_entry(kind, path, size=0, mode=0o644, mtime=0, target=b"", digest=b"\x5a" * 32):
+    """One manifest entry: kind, reserved, path length, mode, size, mtime, digest, target length,
+    path, target."""
+    return struct.pack("<BBHIQq", kind, 0, len(path), mode, size, mtime) + digest + \
+        struct.pack("<H", len(target)) + path + target
+
+
+def manifest(entries, digest_kind=2, count=None, magic=0x4D534249, version=1):
+    head = struct.pack("<IHHI", magic, version, digest_kind,
+                       len(entries) if count is None else count)
+    return head + b"".join(entries)
+
+
+def start_block(chunk=1 << 20, error=0, manifest_len=0, entries=0, message=b"", flags=0,
+                n=None, magic=0x53534249, version=1, size=256):
+    out = struct.pack("<IHHIIQII", magic, version, flags, chunk, error, manifest_len, entries,
+                      len(message) if n is None else n) + message
+    return (out + bytes(max(0, size - len(out))))[:size]
+
+
+def stage():
+    t = "fuzz_stage"
+    # [selector][rest]: 0 chunk header, 1 manifest, 2 start block, 3 parameters (fuzz_stage.cc).
+    ok = chunk_header(3, 2, 2 << 20, 1 << 20, 0xDEADBEEF)
+    write(t, "chunk-ok", b"\0" + ok)
+    write(t, "chunk-ok-with-data", b"\0" + ok + b"data" * 8)
+    write(t, "chunk-abort", b"\0" + chunk_header(flags=1, length=0))
+    write(t, "chunk-empty-file", b"\0" + chunk_header(length=0))
+    write(t, "chunk-max-length", b"\0" + chunk_header(length=64 << 20))
+    write(t, "chunk-max-offset", b"\0" + chunk_header(offset=2**64 - 1 - 4096))
+    write(t, "chunk-last-file", b"\0" + chunk_header(file=(1 << 24) - 1))
+    write(t, "chunk-bad-file", b"\0" + chunk_header(file=1 << 24))
+    write(t, "chunk-too-long", b"\0" + chunk_header(length=(64 << 20) + 1))
+    write(t, "chunk-overflow", b"\0" + chunk_header(offset=2**64 - 4096))
+    write(t, "chunk-bad-flags", b"\0" + chunk_header(flags=2))
+    write(t, "chunk-bad-version", b"\0" + chunk_header(version=2))
+    write(t, "chunk-reserved", b"\0" + chunk_header(reserved=1))
+    write(t, "chunk-truncated", b"\0" + ok[:31])
+
+    f = stage_entry(1, b"a", size=5)
+    write(t, "manifest-empty", b"\1" + manifest([]))
+    write(t, "manifest-one-letter", b"\1" + manifest([f], digest_kind=1))
+    tree = [stage_entry(2, b"d", mode=0o755), stage_entry(1, b"d/f.bin", size=3 << 20, mtime=-1),
+            stage_entry(3, b"d/link", mode=0o777, target=b"../outside/f"),
+            stage_entry(1, b"d/e/empty", size=0, mode=0o4755), stage_entry(2, b"d/e")]
+    write(t, "manifest-tree", b"\1" + manifest(tree))
+    write(t, "manifest-large-files", b"\1" + manifest([stage_entry(1, b"x", size=2**62),
+                                                       stage_entry(1, b"y", size=2**62 - 1)]))
+    write(t, "manifest-max-path", b"\1" + manifest([stage_entry(1, b"p/" * 2047 + b"q")]))
+    write(t, "manifest-dotdot", b"\1" + manifest([stage_entry(1, b"d/../../etc/passwd")]))
+    write(t, "manifest-absolute", b"\1" + manifest([stage_entry(1, b"/etc/passwd")]))
+    write(t, "manifest-dot", b"\1" + manifest([stage_entry(2, b"./d")]))
+    write(t, "manifest-empty-part", b"\1" + manifest([stage_entry(2, b"d//e")]))
+    write(t, "manifest-nul", b"\1" + manifest([stage_entry(1, b"a\0b")]))
+    write(t, "manifest-twice", b"\1" + manifest([f, stage_entry(2, b"a")]))
+    write(t, "manifest-below-link", b"\1" + manifest([stage_entry(3, b"l", target=b"/tmp"),
+                                                      stage_entry(1, b"l/f", size=1)]))
+    write(t, "manifest-link-no-target", b"\1" + manifest([stage_entry(3, b"l")]))
+    write(t, "manifest-file-target", b"\1" + manifest([stage_entry(1, b"f", target=b"t")]))
+    write(t, "manifest-dir-size", b"\1" + manifest([stage_entry(2, b"d", size=1)]))
+    write(t, "manifest-mode", b"\1" + manifest([stage_entry(1, b"f", mode=0o10644)]))
+    write(t, "manifest-kind", b"\1" + manifest([stage_entry(4, b"f")], digest_kind=3))
+    write(t, "manifest-count-lie", b"\1" + manifest([f], count=1 << 24))
+    write(t, "manifest-trailing", b"\1" + manifest([f]) + b"\0")
+    write(t, "manifest-truncated", b"\1" + manifest(tree)[:-3])
+    write(t, "manifest-no-count", b"\1" + manifest([])[:8])
+
+    write(t, "start-ok", b"\2" + start_block(manifest_len=300, entries=5, flags=3))
+    write(t, "start-error", b"\2" + start_block(chunk=0, error=3,
+                                                 message=b"cannot read /data/x: Permission denied"))
+    write(t, "start-long-message", b"\2" + start_block(error=11, message=b"m" * 224))
+    write(t, "start-message-too-long", b"\2" + start_block(error=11, message=b"m" * 224, n=225))
+    write(t, "start-max", b"\2" + start_block(chunk=64 << 20, entries=(1 << 24) - 1,
+                                               manifest_len=2**64 - 1))
+    write(t, "start-too-many", b"\2" + start_block(entries=1 << 24))
+    write(t, "start-chunk-0", b"\2" + start_block(chunk=0))
+    write(t, "start-chunk-big", b"\2" + start_block(chunk=(64 << 20) + 1))
+    write(t, "start-bad-code", b"\2" + start_block(error=12))
+    write(t, "start-bad-flags", b"\2" + start_block(flags=4))
+    write(t, "start-short", b"\2" + start_block(size=255))
+
+    # Parameters: [start flags][chunk...][manifest_len u64][entries][message\n]
+    # [chunk header: flags u8, file u32, index u32, offset u64, length u32, crc u32][cut u8]
+    # [digest kind][count] per entry [shape][mode u16][size][mtime u64][digest byte] path\n
+    # [target\n]; then [schedule pick u64][cut u16][at u16][mask u8].
+    def params(sflags, chunk, entries, message, hdr, dk, ents, tail):
+        out = bytes([sflags]) + (struct.pack("<I", chunk) if sflags & 4 else bytes([chunk]))
+        out += (bytes([3]) if sflags & 8 else b"") + struct.pack("<Q", 1000)
+        out += struct.pack("<I", entries) if sflags & 16 else bytes([entries])
+        out += (message + b"\n") if sflags & 32 else b""
+        out += struct.pack("<BIIQII", *hdr) + b"\x10" + bytes([dk, len(ents)])
+        for shape, mode, size, name, target in ents:
+            out += bytes([shape]) + struct.pack("<H", mode)
+            out += struct.pack("<Q", size) if shape & 0x20 else struct.pack("<H", size) \
+                if (shape & 3) % 3 == 0 or shape & 0x10 else b""
+            out += struct.pack("<Q", 17) + b"\x33" + name + b"\n"
+            out += (target + b"\n") if (shape & 3) % 3 == 2 or shape & 8 else b""
+        return b"\3" + out + tail
+    tree_ents = [(1, 0o755, 0, b"d", b""), (0, 0o644, 5000, b"d/f", b""),
+                 (2, 0o777, 0, b"d/l", b"../f"), (0x20, 0o600, 2**40 + 1, b"big", b"")]
+    write(t, "params-tree", params(3, 0, 4, b"", (0, 1, 2, 4096, 4096, 7), 1, tree_ents,
+                                   struct.pack("<QHHB", 99, 40, 60, 0xFF)))
+    write(t, "params-chunk-1", params(4, 1, 1, b"", (1, 2, 0, 0, 0, 0), 0x81,
+                                      [(0x20, 0o644, 2**63 - 1, b"huge", b"")],
+                                      struct.pack("<QHHB", 2**63, 3, 5, 1)))
+    write(t, "params-error", params(0x3C, 0, 1 << 24, b"no such file", (2, 1 << 24, 0, 2**64 - 1,
+                                                                        1, 0), 0x80, [],
+                                    b""))
+    write(t, "params-bad-entries", params(0x24, 1 << 26, 2, b"x" * 230, (0, 0, 0, 0, 0, 0), 2,
+                                          [(0x40, 0o17777, 1, b"../up", b""),
+                                           (0x88, 0, 0, b"k", b"t"), (2, 0, 0, b"s", b""),
+                                           (0x10 | 1, 0, 7, b"s/x", b"")],
+                                          struct.pack("<QHHB", 1, 2, 3, 4)))
+    write(t, "params-one-letter", params(0, 8, 1, b"", (0, 0, 0, 0, 5, 0), 0, [(0, 0o644, 5, b"a",
+                                                                                 b"")], b""))
+    write(t, "params-size-max", params(0, 0, 1, b"", (0, 0, 0, 0, 0, 0), 1,
+                                       [(0x20, 0o644, 2**64 - 1, b"zz", b"")],
+                                       struct.pack("<QHHB", 2**64 - 1, 0, 0, 0)))
+
+
 if __name__ == "__main__":
     decoder()
     rdgram()
     tcp()
     config()
+    stage()

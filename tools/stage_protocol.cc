@@ -145,9 +145,12 @@ Result<Manifest> decode_manifest(std::span<const std::byte> in) {
   if (kind != 1 && kind != 2) return corrupt("manifest: unknown digest kind");
   m.digest_kind = static_cast<DigestKind>(kind);
   const uint64_t count = r.get(4);
-  // Each entry takes at least 60 bytes: a count the input cannot hold is a lie.
-  if (count > kMaxEntries || count > r.left() / 60) return corrupt("manifest: bad entry count");
+  if (r.short_read()) return make_error(Errc::kTruncated, "manifest truncated");
+  // Each entry takes at least 59 bytes (58 of fields, a path of one or more):
+  // a count the input cannot hold is a lie.
+  if (count > kMaxEntries || count > r.left() / 59) return corrupt("manifest: bad entry count");
   m.entries.resize(count);
+  uint64_t total = 0;
   for (Entry& e : m.entries) {
     const uint64_t k = r.get(1);
     if (k < 1 || k > 3) return corrupt("manifest: unknown entry kind");
@@ -170,6 +173,12 @@ Result<Manifest> decode_manifest(std::span<const std::byte> in) {
     if ((e.mode & ~07777u) != 0) return corrupt("manifest: mode has more than permission bits");
     if (!safe_relative_path(e.path)) return corrupt("manifest: unsafe path '" + e.path + "'");
     if (e.kind != EntryKind::kFile && e.size != 0) return corrupt("manifest: size of a non-file");
+    // Sizes, and their sum, fit an off_t: beyond, chunk_count and the space
+    // check would wrap.
+    if (e.size > static_cast<uint64_t>(INT64_MAX) - total) {
+      return corrupt("manifest: file size out of range on '" + e.path + "'");
+    }
+    total += e.size;
     if ((e.kind == EntryKind::kSymlink) != !e.target.empty()) {
       return corrupt("manifest: symlink target on '" + e.path + "'");
     }

@@ -107,7 +107,8 @@ struct Manifest {
 
 std::vector<std::byte> encode_manifest(const Manifest& m);
 /// Validates every entry (kind, mode, path shape, sizes of non-files, lengths)
-/// and the whole: no path twice, none below a symlink entry.
+/// and the whole: no path twice, none below a symlink entry, file sizes that
+/// sum to at most INT64_MAX (an off_t).
 Result<Manifest> decode_manifest(std::span<const std::byte> in);
 /// True for a relative path of non-empty components, none "." or "..".
 bool safe_relative_path(const std::string& p);
