@@ -20,7 +20,7 @@ Status parse_transport(AdapterConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<AdapterConfig>, 7> kTable = {{
+const std::array<ConfigField<AdapterConfig>, 9> kTable = {{
     bool_field<&AdapterConfig::enable>("mpi_enable", "on",
                                        "MPI adapter on/off (off: the MPI's own broadcast)"),
     uint_field<&AdapterConfig::min_ranks>(
@@ -35,6 +35,11 @@ const std::array<ConfigField<AdapterConfig>, 7> kTable = {{
         "mpi_single_host", "off",
         "use ibbcast also when all ranks share one host and network namespace (off: the MPI's "
         "own broadcast, e.g. shared memory)"),
+    bool_field<&AdapterConfig::allreduce>(
+        "mpi_allreduce", "off",
+        "MPI_Allreduce as the MPI's reduction to rank 0, then the result by ibbcast"),
+    bool_field<&AdapterConfig::barrier>(
+        "mpi_barrier", "off", "MPI_Barrier as a reduction to rank 0, then 1 byte by ibbcast"),
     {"mpi_transport", "auto",
      "multicast backend: udp, dpdk, verbs, or auto (verbs if every rank has an active RDMA port)",
      parse_transport, [](const AdapterConfig& c) { return c.transport; }},

@@ -21,6 +21,10 @@ struct AdapterConfig {
   /// (off: those use the MPI's own broadcast — its shared memory beats any
   /// NIC path there, 6-19x in the README's comparison).
   bool single_host = false;
+  /// MPI_Allreduce as the MPI's reduction to rank 0 and a multicast of the
+  /// result; MPI_Barrier as a reduction to rank 0 and a 1-byte multicast.
+  bool allreduce = false;
+  bool barrier = false;
   /// Multicast backend: udp, dpdk, verbs, or auto (verbs when every rank of
   /// the communicator has an active RDMA port, else udp).
   std::string transport = "auto";

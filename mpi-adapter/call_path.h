@@ -18,6 +18,8 @@ bool eligible(int count, MPI_Datatype type, int root, MPI_Comm comm, uint64_t* b
 std::byte* contiguous_start(void* buffer, int count, MPI_Datatype type);
 /// Logs `st` and calls the communicator's error handler; returns MPI_ERR_OTHER.
 int fail(MPI_Comm comm, const Status& st);
+/// MPI_Bcast: through the group when eligible and the communicator has one.
+int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm);
 /// MPI_Ibcast (mpi-adapter/nonblocking.cc).
 int ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
            MPI_Request* request);

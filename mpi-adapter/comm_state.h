@@ -22,9 +22,11 @@ namespace ibbcast::mpi {
 struct CommCounters {
   uint64_t ibbcast_calls = 0;  ///< broadcasts carried by the Group
   uint64_t ibbcast_bytes = 0;
-  uint64_t packed_calls = 0;  ///< of those, non-contiguous (packed and unpacked)
-  uint64_t native_calls = 0;  ///< handed to the MPI's own broadcast
-  uint64_t ibcast_calls = 0;  ///< of the ibbcast ones, nonblocking (MPI_Ibcast)
+  uint64_t packed_calls = 0;     ///< of those, non-contiguous (packed and unpacked)
+  uint64_t native_calls = 0;     ///< handed to the MPI's own broadcast
+  uint64_t ibcast_calls = 0;     ///< of the ibbcast ones, nonblocking (MPI_Ibcast)
+  uint64_t allreduce_calls = 0;  ///< MPI_Allreduce whose result went by ibbcast
+  uint64_t barrier_calls = 0;    ///< MPI_Barrier released by an ibbcast
 };
 
 class CommState {

@@ -66,8 +66,6 @@ int fail(MPI_Comm comm, const Status& st) {
   return MPI_ERR_OTHER;
 }
 
-namespace {
-
 int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   uint64_t bytes = 0;
   if (!eligible(count, type, root, comm, &bytes))
@@ -104,7 +102,6 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   return MPI_SUCCESS;
 }
 
-}  // namespace
 }  // namespace ibbcast::mpi
 
 extern "C" {
@@ -140,6 +137,8 @@ int ibbcast_mpi_comm_stats(MPI_Comm comm, ibbcast_mpi_stats* out) {
   out->packed_calls = s->counters.packed_calls;
   out->native_calls = s->counters.native_calls;
   out->ibcast_calls = s->counters.ibcast_calls;
+  out->allreduce_calls = s->counters.allreduce_calls;
+  out->barrier_calls = s->counters.barrier_calls;
   out->multicast_active = s->group() != nullptr && s->group()->multicast_active() ? 1 : 0;
   return MPI_SUCCESS;
 }

@@ -14,10 +14,12 @@ extern "C" {
 typedef struct ibbcast_mpi_stats {
   uint64_t ibbcast_calls; /* MPI_Bcast calls carried by ibbcast */
   uint64_t ibbcast_bytes;
-  uint64_t packed_calls; /* of those, non-contiguous datatypes (packed) */
-  uint64_t native_calls; /* MPI_Bcast calls handed to the MPI's own broadcast */
-  int multicast_active;  /* 1 when the group's multicast is on */
-  uint64_t ibcast_calls; /* of the ibbcast calls, MPI_Ibcast */
+  uint64_t packed_calls;    /* of those, non-contiguous datatypes (packed) */
+  uint64_t native_calls;    /* MPI_Bcast calls handed to the MPI's own broadcast */
+  int multicast_active;     /* 1 when the group's multicast is on */
+  uint64_t ibcast_calls;    /* of the ibbcast calls, MPI_Ibcast */
+  uint64_t allreduce_calls; /* MPI_Allreduce results distributed by ibbcast */
+  uint64_t barrier_calls;   /* MPI_Barrier releases by ibbcast */
 } ibbcast_mpi_stats;
 
 /* 0 on success; fills *out for comm (zeros before its first broadcast). */

@@ -32,7 +32,10 @@ envs=(LD_PRELOAD="$preload" "${asan[@]}" IBBCAST_UDP_INTERFACE=eth0 IBBCAST_TIME
 case $mode in
   onehost) envs+=(EXPECT_IBBCAST=0) ;;
   host) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_SINGLE_HOST=on) ;;
-  *) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1) ;;
+  # The fabric runs also carry MPI_Allreduce and MPI_Barrier (mpi_allreduce,
+  # mpi_barrier), and the program checks that they went through ibbcast.
+  *) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_ALLREDUCE=on IBBCAST_MPI_BARRIER=on
+    EXPECT_COLLECTIVES=1) ;;
 esac
 mpi_launcher_present "$impl" || exit 1
 

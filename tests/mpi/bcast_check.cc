@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
   }
 
   mpi_check::ibcast_cases(MPI_COMM_WORLD);
+  mpi_check::collective_cases(MPI_COMM_WORLD);
 
   // Two threads, each broadcasting on its own communicator at the same time.
   if (provided == MPI_THREAD_MULTIPLE) {
@@ -178,6 +179,13 @@ int main(int argc, char** argv) {
               std::to_string(s.ibcast_calls) + " nonblocking)");
     const char* mc = std::getenv("EXPECT_MULTICAST");
     if (mc != nullptr && std::strcmp(mc, "1") == 0) check(s.multicast_active == 1, "multicast off");
+  }
+  const char* coll = std::getenv("EXPECT_COLLECTIVES");
+  if (expect_ibbcast && stats != nullptr && coll != nullptr && std::strcmp(coll, "1") == 0) {
+    ibbcast_mpi_stats s{};
+    check(stats(MPI_COMM_WORLD, &s) == MPI_SUCCESS && s.allreduce_calls > 0 && s.barrier_calls > 0,
+          "allreduce/barrier did not go through ibbcast (" + std::to_string(s.allreduce_calls) +
+              ", " + std::to_string(s.barrier_calls) + ")");
   }
   if (expect_native && stats != nullptr) {
     ibbcast_mpi_stats s{};

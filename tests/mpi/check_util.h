@@ -33,5 +33,7 @@ inline std::vector<unsigned char> pattern(std::size_t n, uint64_t seed) {
 /// point-to-point requests, non-contiguous, and progressing while the rank
 /// blocks in another MPI call (tests/mpi/ibcast_cases.cc).
 void ibcast_cases(MPI_Comm comm);
+/// MPI_Allreduce and MPI_Barrier against the MPI's own (tests/mpi/collective_cases.cc).
+void collective_cases(MPI_Comm comm);
 
 }  // namespace mpi_check
