@@ -34,7 +34,22 @@ Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
   // Poll first so a failure notice already delivered is seen before posting.
   IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
   auto span = std::span<std::byte>(static_cast<std::byte*>(buffer), n);
-  return engine_->post(root, span, monotonic_now());
+  // Registered before the first send: the channel sends from the buffer.
+  MemoryRegion region;
+  const uint64_t min = transport_->capabilities().zero_copy_min;
+  if (min != 0 && n >= min && mcast_) {
+    auto r = transport_->register_memory(span);
+    if (r) {
+      region = std::move(*r);
+    } else if (!logged_register_error_) {
+      logged_register_error_ = true;  // copies still work: say it once
+      log_warning("zero-copy registration failed (" + r.status().to_string() +
+                  "); fragments are copied");
+    }
+  }
+  auto req = engine_->post(root, span, monotonic_now());
+  if (req && !region.empty()) regions_.emplace(*req, std::move(region));
+  return req;
 }
 
 Result<bool> Group::test(uint64_t request) {
@@ -45,12 +60,14 @@ Result<bool> Group::test(uint64_t request) {
       return false;
     case OpState::kDone:
       engine_->release(request);
+      regions_.erase(request);  // waits for the sends that read the buffer
       // This rank may not call again for a long time; forwards handed to the
       // channel must reach the next ranks meanwhile.
       p2p_->hand_off();
       return true;
     case OpState::kFailed:
       engine_->release(request);
+      regions_.erase(request);
       p2p_->hand_off();
       return st;
     case OpState::kUnknown:

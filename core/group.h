@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +85,10 @@ class Group {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<McastChannel> mcast_;
   std::unique_ptr<P2pChannel> p2p_;
+  /// Buffers registered for their request's call (Capabilities::zero_copy_min);
+  /// after the channels: released (drained, deregistered) before them.
+  std::map<uint64_t, MemoryRegion> regions_;
+  bool logged_register_error_ = false;
   std::string fallback_reason_;
   std::optional<Calibration> calibration_;
   std::function<void()> progress_hook_;

@@ -30,7 +30,10 @@ struct Capabilities {
   uint32_t max_message = 0;         ///< largest reliable frame in bytes
   bool native_multicast = false;    ///< open_multicast can succeed
   bool needs_registration = false;  ///< zero-copy sends need register_memory
-  uint32_t inline_size = 0;         ///< frames up to this size are sent inline
+  /// Group registers a broadcast's buffer (register_memory) for the call when
+  /// it has at least this many bytes; 0: never.
+  uint64_t zero_copy_min = 0;
+  uint32_t inline_size = 0;  ///< frames up to this size are sent inline
 };
 
 /// A received frame: valid until released back to its channel.
@@ -119,6 +122,8 @@ class MemoryRegion {
   }
   std::span<std::byte> range() const { return range_; }
   uint64_t key() const { return key_; }
+  /// Nothing to deregister (a transport without registration returns these).
+  bool empty() const { return !deregister_; }
 
  private:
   void swap(MemoryRegion& o) noexcept {

@@ -249,4 +249,26 @@ Result<ibv_mr*> Device::register_local(void* addr, std::size_t len, int access) 
   return make_error(Errc::kNoResource, msg);
 }
 
+void Device::add_user_region(const std::byte* begin, std::size_t len, uint32_t lkey) {
+  std::lock_guard<std::mutex> lock(regions_mu_);
+  regions_.push_back({begin, begin + len, lkey});
+}
+
+void Device::remove_user_region(const std::byte* begin) {
+  std::lock_guard<std::mutex> lock(regions_mu_);
+  for (auto it = regions_.begin(); it != regions_.end(); ++it) {
+    if (it->begin == begin) {
+      regions_.erase(it);
+      return;
+    }
+  }
+}
+
+std::optional<uint32_t> Device::user_lkey(const std::byte* p, std::size_t n) const {
+  std::lock_guard<std::mutex> lock(regions_mu_);
+  for (const UserRegion& r : regions_)
+    if (p >= r.begin && p + n <= r.end) return r.lkey;
+  return std::nullopt;
+}
+
 }  // namespace ibbcast::verbs

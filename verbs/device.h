@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,13 @@ class Device {
   /// names the memlock limit when that is the likely cause.
   Result<ibv_mr*> register_local(void* addr, std::size_t len, int access) const;
 
+  /// User memory registered for a broadcast's zero-copy sends; the send path
+  /// looks its payloads up here.
+  void add_user_region(const std::byte* begin, std::size_t len, uint32_t lkey);
+  void remove_user_region(const std::byte* begin);
+  /// The lkey of a region holding all of [p, p + n), if any.
+  std::optional<uint32_t> user_lkey(const std::byte* p, std::size_t n) const;
+
  private:
   explicit Device(const VerbsConfig& cfg) : cfg_(cfg) {}
   Status init();
@@ -67,6 +76,13 @@ class Device {
   bool ethernet_ = false;
   uint8_t gid_index_ = 0;
   sockaddr_storage local_{};
+  struct UserRegion {
+    const std::byte* begin;
+    const std::byte* end;
+    uint32_t lkey;
+  };
+  mutable std::mutex regions_mu_;
+  std::vector<UserRegion> regions_;  ///< few: one per broadcast in flight
 };
 
 /// "why no device" for the user: no devices at all, rdma_rxe loaded without a

@@ -22,6 +22,7 @@ Result<std::unique_ptr<UdChannel>> UdChannel::open(std::shared_ptr<Device> dev,
   auto q = UdQueue::create(dev, ch->member_->qkey(), ah.grh.sgid_index);
   if (!q) return q.status();
   ch->queue_ = std::move(*q);
+  if (cfg.zero_copy != 0) ch->queue_->enable_zero_copy();
   ch->ah_ = ibv_create_ah(dev->pd(), &ah);
   if (ch->ah_ == nullptr) {
     return make_error(Errc::kDeviceLost, std::string("ibv_create_ah: ") + std::strerror(errno));

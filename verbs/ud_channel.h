@@ -28,6 +28,7 @@ class UdChannel final : public McastChannel {
   int event_fd() const { return queue_->event_fd(); }
   Status arm() { return queue_->arm(); }
   const UdCounters& counters() const { return queue_->counters(); }
+  Status drain_zero_copy() { return queue_->drain_zero_copy(); }
 
  private:
   UdChannel() = default;

@@ -2,7 +2,9 @@
 // receives lent to the caller until released, and completion-channel arming.
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "verbs/ud_queue.h"
 
@@ -73,6 +75,29 @@ Status UdQueue::send(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey, cons
     }
     wr.send_flags = IBV_SEND_INLINE;
     ++counters_.sent_inline;
+  } else if (auto lkey = zero_copy_ && frame.parts[1].size() > 0
+                             ? dev_->user_lkey(frame.parts[1].data(), frame.parts[1].size())
+                             : std::nullopt) {
+    // Header and trailer in the slot, the payload read from the user's
+    // buffer. Signaled, so drain_zero_copy knows when the NIC is done with it.
+    std::byte* slot = send_slot(posted_ % send_depth_);
+    const auto& head = frame.parts[0];
+    const auto& body = frame.parts[1];
+    const auto& tail = frame.parts[2];
+    std::memcpy(slot, head.data(), head.size());
+    std::memcpy(slot + head.size(), tail.data(), tail.size());
+    if (!head.empty())
+      sge[nsge++] = {reinterpret_cast<uintptr_t>(slot), static_cast<uint32_t>(head.size()),
+                     mr_->lkey};
+    sge[nsge++] = {reinterpret_cast<uintptr_t>(body.data()), static_cast<uint32_t>(body.size()),
+                   *lkey};
+    if (!tail.empty()) {
+      sge[nsge++] = {reinterpret_cast<uintptr_t>(slot + head.size()),
+                     static_cast<uint32_t>(tail.size()), mr_->lkey};
+    }
+    wr.send_flags = IBV_SEND_SIGNALED;
+    zero_copy_until_ = posted_ + 1;
+    ++counters_.zero_copy_sends;
   } else {
     std::byte* slot = send_slot(posted_ % send_depth_);
     std::size_t at = 0;
@@ -99,6 +124,23 @@ Status UdQueue::send(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey, cons
   }
   ++posted_;
   ++counters_.sent;
+  return Status::ok();
+}
+
+Status UdQueue::drain_zero_copy() {
+  // The NIC (rxe: a kernel thread) completes sends shortly; a device that
+  // does not within seconds is broken, and the buffer must not be reused.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (completed_ < zero_copy_until_) {
+    reap_sends();
+    if (!send_failure_.empty())
+      return make_error(Errc::kDeviceLost, "UD send failed: " + send_failure_);
+    if (completed_ >= zero_copy_until_) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return make_error(Errc::kTimedOut, "zero-copy sends not completed by the device in 5 s");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
   return Status::ok();
 }
 

@@ -20,6 +20,7 @@ UdCounters& UdCounters::operator+=(const UdCounters& o) {
   sent += o.sent;
   sent_inline += o.sent_inline;
   send_copies += o.send_copies;
+  zero_copy_sends += o.zero_copy_sends;
   received += o.received;
   self_dropped += o.self_dropped;
   malformed += o.malformed;

@@ -24,7 +24,8 @@ namespace ibbcast::verbs {
 struct UdCounters {
   uint64_t sent = 0;
   uint64_t sent_inline = 0;
-  uint64_t send_copies = 0;  ///< sends that copied the fragment into a slot
+  uint64_t send_copies = 0;      ///< sends that copied the fragment into a slot
+  uint64_t zero_copy_sends = 0;  ///< sends whose payload the NIC read from user memory
   uint64_t received = 0;
   uint64_t self_dropped = 0;  ///< our own datagrams looped back by the fabric
   uint64_t malformed = 0;     ///< shorter than a GRH
@@ -53,6 +54,12 @@ class UdQueue {
   /// Requests a notification; kAgain when receives are already waiting.
   Status arm();
   const UdCounters& counters() const { return counters_; }
+  /// Payloads inside a registered user region (Device::user_lkey) are sent
+  /// from there: a slot holds only the header and trailer.
+  void enable_zero_copy() { zero_copy_ = true; }
+  /// Waits until every send that read user memory has completed, so the
+  /// region may be deregistered and the buffer handed back.
+  Status drain_zero_copy();
 
  private:
   explicit UdQueue(std::shared_ptr<Device> dev) : dev_(std::move(dev)) {}
@@ -89,6 +96,8 @@ class UdQueue {
   std::string send_failure_;
   std::vector<ibv_wc> stash_;  ///< completions polled by arm() and not yet handed out
   std::size_t lent_ = 0;
+  bool zero_copy_ = false;
+  uint64_t zero_copy_until_ = 0;  ///< posted_ after the last zero-copy send
   UdCounters counters_;
 };
 

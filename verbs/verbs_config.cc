@@ -48,7 +48,7 @@ Status parse_reliable(VerbsConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<VerbsConfig>, 13> kTable = {{
+const std::array<ConfigField<VerbsConfig>, 14> kTable = {{
     string_field<&VerbsConfig::device>("verbs_device", "",
                                        "RDMA device (mlx5_0, rxe0); empty = the one behind "
                                        "verbs_netdev, else the first active"),
@@ -78,6 +78,9 @@ const std::array<ConfigField<VerbsConfig>, 13> kTable = {{
      [](const VerbsConfig& c) { return std::to_string(c.signal_every); }},
     uint_field<&VerbsConfig::inline_size>("verbs_inline_size", "256",
                                           "inline data asked of the QP (0 = never inline)"),
+    size_field<&VerbsConfig::zero_copy>(
+        "verbs_zero_copy", "64k",
+        "broadcasts of at least this size send from the registered user buffer (0 = never)"),
     uint_field<&VerbsConfig::attach_retries>("verbs_attach_retries", "5",
                                              "ibv_attach_mcast retries with jittered backoff"),
     {"verbs_group", "", "fixed group verbs:239.x.y.z; empty = random per group", parse_group,

@@ -26,9 +26,12 @@ struct VerbsConfig {
   /// Receive work requests kept posted per group (clamped to the device).
   /// A UD datagram that finds no posted receive is dropped silently.
   uint32_t recv_depth = 1024;
-  uint32_t send_depth = 256;    ///< send slots (registered staging buffers) per group
-  uint32_t signal_every = 16;   ///< one signaled send completion per this many sends
-  uint32_t inline_size = 256;   ///< ask the QP for this much inline data (0: never inline)
+  uint32_t send_depth = 256;   ///< send slots (registered staging buffers) per group
+  uint32_t signal_every = 16;  ///< one signaled send completion per this many sends
+  uint32_t inline_size = 256;  ///< ask the QP for this much inline data (0: never inline)
+  /// Broadcasts of at least this many bytes register the user's buffer for
+  /// the call and send its fragments from it (0: always copy into slots).
+  uint64_t zero_copy = 64 << 10;
   uint32_t attach_retries = 5;  ///< ibv_attach_mcast retries, with jittered backoff
   std::string group;            ///< fixed group "verbs:239.x.y.z"; empty = random per group
   /// How long a multicast join may take (the SA on InfiniBand, IGMP on RoCE).

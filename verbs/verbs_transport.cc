@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "core/log.h"
 #include "transports/wait_set.h"
 #include "verbs/device.h"
 #include "verbs/join.h"
@@ -56,9 +57,26 @@ class VerbsTransport final : public Transport {
     caps_.max_message = 1 << 20;
     caps_.native_multicast = true;
     caps_.inline_size = cfg_.inline_size;
+    caps_.needs_registration = cfg_.zero_copy != 0;
+    caps_.zero_copy_min = cfg_.zero_copy;
   }
 
   const Capabilities& capabilities() const override { return caps_; }
+  // A broadcast's buffer, registered for the call: the multicast channels
+  // send its fragments from it. Deregistration first waits for every send
+  // that reads it, so the buffer is the caller's again when the call returns.
+  Result<MemoryRegion> register_memory(std::span<std::byte> range) override {
+    auto mr = dev_->register_local(range.data(), range.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (!mr) return mr.status();
+    dev_->add_user_region(range.data(), range.size(), (*mr)->lkey);
+    return MemoryRegion(range, (*mr)->lkey, [dev = dev_, armed = armed_, m = *mr, range] {
+      for (UdChannel* ch : armed->channels) {
+        if (Status st = ch->drain_zero_copy(); !st) log_warning("verbs: " + st.to_string());
+      }
+      dev->remove_user_region(range.data());
+      ibv_dereg_mr(m);
+    });
+  }
   Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
     auto ch = UdChannel::open(dev_, address);
     if (!ch) return ch.status();
@@ -97,6 +115,7 @@ class VerbsTransport final : public Transport {
     return {{"mc_sent", c.sent},
             {"mc_sent_inline", c.sent_inline},
             {"mc_send_copies", c.send_copies},
+            {"mc_zero_copy_sends", c.zero_copy_sends},
             {"mc_received", c.received},
             {"mc_self_dropped", c.self_dropped},
             {"mc_malformed", c.malformed},
