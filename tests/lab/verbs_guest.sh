@@ -12,7 +12,8 @@
 #   same link), kill (rank 1 dies mid-broadcast: every survivor returns within
 #   30 s, ok or with peer_failed/timed_out, and rank 2, which depends on it
 #   under loss, must not complete), bench-verbs / bench-verbs-ud /
-#   bench-udp (ibbcast bench CSV to IBBCAST_LAB_OUT)
+#   bench-udp (ibbcast bench CSV to IBBCAST_LAB_OUT), cycles-N (the leak
+#   check alone over N group create/free cycles: issue 9's long runs)
 set -uo pipefail
 build=$1
 shift
@@ -48,6 +49,9 @@ for step in "$@"; do
     algorithms-ud)
       IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*EveryAlgorithm*:*Authenticated*' 2 ;;
     udp) IBBCAST_TRANSPORT=udp conformance "$step" udp '*' 7 ;;
+    cycles-*)
+      IBBCAST_TRANSPORT=verbs IBBCAST_TEST_CYCLES=${step#cycles-} conformance "$step" verbs \
+        '*GroupCycles*' 1 ;;
     run | run-ud)
       [[ $step == run-ud ]] && export IBBCAST_VERBS_RELIABLE=ud
       out=$("$build/tools/ibbcast" run --transport verbs --algorithm two_stage --size 1m \
