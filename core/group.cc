@@ -34,10 +34,11 @@ Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
   // Poll first so a failure notice already delivered is seen before posting.
   IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
   auto span = std::span<std::byte>(static_cast<std::byte*>(buffer), n);
-  // Registered before the first send: the channel sends from the buffer.
+  // Registered before the first send: the multicast channel sends from the
+  // buffer. Only the root multicasts a broadcast's fragments.
   MemoryRegion region;
   const uint64_t min = transport_->capabilities().zero_copy_min;
-  if (min != 0 && n >= min && mcast_) {
+  if (min != 0 && n >= min && mcast_ && root == rank()) {
     auto r = transport_->register_memory(span);
     if (r) {
       region = std::move(*r);
