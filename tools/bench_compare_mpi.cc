@@ -4,6 +4,7 @@
 // the same run. The tool itself links no MPI (one binary serves both MPIs and
 // none), so it execs the program built for the MPI that launched it; the
 // launcher's environment (PMIx / PMI) goes along unchanged.
+#include <link.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -25,6 +26,25 @@ std::string launcher_mpi() {
 
 bool usable(const std::string& path) {
   return access(path.c_str(), R_OK) == 0;
+}
+
+// The sanitizer runtimes this process runs with (a sanitized build): they
+// must come first in the uninstrumented MPI program too, before the adapter
+// that needs them (as tests/support/mpi_launch.sh does for the tests).
+std::string sanitizer_runtimes() {
+  std::string out;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (name.find("libasan.so") != std::string::npos ||
+            name.find("libubsan.so") != std::string::npos) {
+          auto* list = static_cast<std::string*>(data);
+          *list += (list->empty() ? "" : ":") + name;
+        }
+        return 0;
+      },
+      &out);
+  return out;
 }
 
 }  // namespace
@@ -56,6 +76,12 @@ Status exec_mpi_compare(const std::string& sizes, const std::string& iterations,
                                               "'s development files are installed)");
   }
   std::string preload = lib;
+  if (const std::string rt = sanitizer_runtimes(); !rt.empty()) {
+    preload = rt + ":" + preload;
+    // The MPI's own allocations are not ours to report (a later option wins).
+    const auto asan = process_env("ASAN_OPTIONS");
+    setenv("ASAN_OPTIONS", ((asan ? *asan + ":" : "") + "detect_leaks=0").c_str(), 1);
+  }
   if (auto old = process_env("LD_PRELOAD"); old && !old->empty()) preload += ":" + *old;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   std::vector<std::string> args = {program};
