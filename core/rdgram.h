@@ -7,10 +7,14 @@
 // Per ordered pair of ranks: messages are cut into segments of at most
 // link.max_datagram() - 32 bytes with consecutive 64-bit sequence numbers;
 // the receiver delivers in order, reassembles, and acknowledges every batch
-// with a cumulative ack plus a bitmap of the 64 sequence numbers after it.
-// The sender keeps up to `window` segments in flight, resends a segment the
-// bitmap shows missing (once) or whose timer ran out (adaptive from the
-// measured round trip, doubling per resend, 8 per poll at most), and reports
+// with a cumulative ack plus a bitmap of the 64 sequence numbers after it,
+// repeated every hole_report while a hole is open and twice more once the
+// last hole closed (a lost final acknowledgement would leave the sender to
+// its timers). The sender keeps up to `window` segments in flight, resends a
+// segment the bitmap shows missing or whose timer ran out (adaptive from the
+// measured round trip — sampled only from segments the previous
+// acknowledgement could have shown, so waiting for a repair is not counted
+// as a round trip — doubling per resend, 8 per poll at most), and reports
 // the peer failed when nothing it sent was acknowledged for `peer_timeout`.
 // Closing lingers until everything sent is acknowledged and every peer said
 // goodbye, or fell quiet for close_quiet (close_step).
@@ -104,6 +108,7 @@ class DatagramP2p final : public P2pChannel {
     uint64_t next_seq = 0;
     std::deque<Segment> out;  // unacknowledged, in sequence order
     Nanos srtt{0};
+    uint64_t visible = 1 + 64;  // acknowledgements so far could show every segment below
     Nanos last_ack_progress{0};
     Nanos next_timer_round{0};   // no timer resends to this peer before it
     uint32_t timer_backoff = 0;  // timer rounds since the last acknowledged progress
@@ -115,8 +120,9 @@ class DatagramP2p final : public P2pChannel {
     std::vector<std::byte> message;  // the message being reassembled
     bool ack_due = false;
     Nanos last_ack_sent{-1};
-    bool said_bye = false;  // it is closing: it needs nothing more from us
-    Nanos last_heard{0};    // its last valid datagram to us
+    uint32_t reports_left = 0;  // repeats still due after the last hole closed
+    bool said_bye = false;      // it is closing: it needs nothing more from us
+    Nanos last_heard{0};        // its last valid datagram to us
   };
 
   void on_datagram(const RecvView& v, Nanos now);

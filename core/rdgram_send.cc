@@ -19,13 +19,24 @@ Nanos DatagramP2p::rto_of(const Peer& p) const {
 void DatagramP2p::on_ack(Peer& p, uint64_t cum, uint64_t sack, Nanos now) {
   if (p.failed) return;
   bool progress = false;
+  // Karn: only a segment sent once gives a round-trip sample, and only when
+  // this acknowledgement is the first that could have shown it: one below
+  // the cumulative ack and bitmap of an earlier acknowledgement (`visible`)
+  // that was not shown there arrived after that one left. A segment sampled
+  // when the cumulative ack finally passes it, or when the bitmap first
+  // reaches it, waited for the repair of the holes below it; counting that
+  // as a round trip inflated the estimate under loss (at 20 % past 40 ms on a
+  // 0.1 ms link), which spaced the repairs further apart, which inflated it
+  // more.
+  const uint64_t visible = p.visible;
+  p.visible = std::max(p.visible, cum + 1 + 64);
+  auto sample = [&](const Segment& s) {
+    if (s.resends != 0 || s.sacked || s.sent_at < Nanos(0) || s.seq >= visible) return;
+    const Nanos rtt = now - s.sent_at;
+    p.srtt = p.srtt == Nanos(0) ? rtt : (7 * p.srtt + rtt) / 8;
+  };
   while (!p.out.empty() && p.out.front().seq < cum) {
-    const Segment& s = p.out.front();
-    if (s.resends == 0 && s.sent_at >= Nanos(0)) {
-      // Karn: only segments sent once give a round-trip sample.
-      const Nanos rtt = now - s.sent_at;
-      p.srtt = p.srtt == Nanos(0) ? rtt : (7 * p.srtt + rtt) / 8;
-    }
+    sample(p.out.front());
     p.out.pop_front();
     progress = true;
   }
@@ -33,6 +44,7 @@ void DatagramP2p::on_ack(Peer& p, uint64_t cum, uint64_t sack, Nanos now) {
   for (Segment& s : p.out) {
     if (s.seq <= cum || s.seq > cum + 64) continue;
     if ((sack >> (s.seq - cum - 1)) & 1) {
+      sample(s);
       progress |= !s.sacked;
       s.sacked = true;
       highest = std::max(highest, s.seq);
