@@ -43,7 +43,7 @@ Status parse_ring(DpdkConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<DpdkConfig>, 11> kTable = {{
+const std::array<ConfigField<DpdkConfig>, 12> kTable = {{
     {"dpdk_eal", "own", "own: the library starts DPDK's EAL; app: the application did", parse_eal,
      [](const DpdkConfig& c) { return c.eal; }},
     string_field<&DpdkConfig::interface>("dpdk_interface", "",
@@ -55,6 +55,9 @@ const std::array<ConfigField<DpdkConfig>, 11> kTable = {{
     {"dpdk_ring_frames", "4096", "af_packet ring frames (power of two)", parse_ring,
      [](const DpdkConfig& c) { return std::to_string(c.ring_frames); }},
     uint_field<&DpdkConfig::mbufs>("dpdk_mbufs", "16383", "mbufs in the packet pool"),
+    size_field<&DpdkConfig::zero_copy>(
+        "dpdk_zero_copy", "64k",
+        "broadcasts of at least this size send from the registered user buffer (0 = never)"),
     uint_field<&DpdkConfig::idle_sleep_us>("dpdk_idle_sleep_us", "10",
                                            "sleep of a waiting rank when nothing arrived"),
     {"dpdk_group", "", "fixed group MAC dpdk:XX:XX:XX:XX:XX:XX; empty = random", parse_group,

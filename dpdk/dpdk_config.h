@@ -27,6 +27,11 @@ struct DpdkConfig {
   uint32_t port = 0;            ///< ethdev port id in "app" mode
   uint32_t ring_frames = 4096;  ///< af_packet ring frames (512 lost up to 21 % unpaced)
   uint32_t mbufs = 16383;       ///< mbufs in the pool (receive queues hold them until released)
+  /// Broadcasts of at least this many bytes register the user's buffer for
+  /// the call, and multicast frames carry their payload from it by reference
+  /// (DPDK external buffers) instead of copying it into an mbuf (0: always
+  /// copy). Only on ports whose PMD reads chained segments with the CPU.
+  uint64_t zero_copy = 64 << 10;
   uint32_t idle_sleep_us = 10;  ///< sleep of a waiting rank when nothing arrived (no busy polling)
   std::string group;            ///< fixed group MAC "dpdk:03:..."; empty = random per group
   /// Stage 2: "ucx", or "frames" (the core's reliable datagrams on the same

@@ -59,9 +59,20 @@ class DpdkTransport final : public Transport {
     caps_.max_datagram = std::min(port_->mtu() - static_cast<uint32_t>(kOurHeaderBytes), mbuf_room);
     caps_.max_message = 1 << 20;
     caps_.native_multicast = true;
+    // Zero copy only where the port sends chains read by the CPU.
+    caps_.zero_copy_min = port_->zero_copy_obstacle().empty() ? cfg_.zero_copy : 0;
+    caps_.needs_registration = caps_.zero_copy_min != 0;
   }
 
   const Capabilities& capabilities() const override { return caps_; }
+  // A broadcast's buffer, registered for the call: multicast frames attach
+  // their payload from it. Releasing it waits until the port has freed every
+  // such frame, so the buffer is the caller's again when the call returns.
+  Result<MemoryRegion> register_memory(std::span<std::byte> range) override {
+    auto r = port_->register_region(range);
+    if (!r) return r.status();
+    return MemoryRegion(range, 0, [port = port_, region = *r] { port->release_region(region); });
+  }
   Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
     auto mac = parse_group(address);
     if (!mac) return mac.status();
@@ -92,6 +103,8 @@ class DpdkTransport final : public Transport {
             {"port_rx_overflow", s.rx_overflow},
             {"port_tx_frames", s.tx_frames},
             {"port_tx_full", s.tx_full},
+            {"mc_zero_copy_sends", s.mc_zero_copy},
+            {"mc_send_copies", s.mc_copies},
             // "_live": a gauge the lifecycle check compares before and after.
             {"port_subscribers_live", s.subscribers}};
   }

@@ -65,6 +65,12 @@ Result<std::unique_ptr<Port>> Port::open(uint16_t id, const DpdkConfig& cfg, boo
   }
   if (configure) {
     rte_eth_conf conf{};
+    // Chained mbufs let multicast frames carry payload from user memory.
+    rte_eth_dev_info info;
+    if (rte_eth_dev_info_get(id, &info) == 0 &&
+        (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0) {
+      conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    }
     int rc = rte_eth_dev_configure(id, 1, 1, &conf);
     if (rc < 0) return make_error(Errc::kDeviceLost, ethdev_error("configure", rc));
     const int socket = rte_eth_dev_socket_id(id);
@@ -81,6 +87,9 @@ Result<std::unique_ptr<Port>> Port::open(uint16_t id, const DpdkConfig& cfg, boo
   if (rte_eth_macaddr_get(id, &addr) == 0) std::memcpy(p->mac_.data(), addr.addr_bytes, 6);
   uint16_t mtu = 0;
   if (rte_eth_dev_get_mtu(id, &mtu) == 0 && mtu >= 576) p->mtu_ = mtu;
+  p->zero_copy_obstacle_ = find_zero_copy_obstacle(id);
+  p->ext_ = std::make_unique<ExtRegions>("ibbcast_ext_" + std::to_string(id));
+  p->ext_mbufs_ = cfg.mbufs;
   return p;
 }
 
@@ -192,43 +201,6 @@ Mac Port::source(rte_mbuf* m) {
   Mac mac;
   std::memcpy(mac.data(), rte_pktmbuf_mtod(m, const uint8_t*) + 6, 6);
   return mac;
-}
-
-Status Port::send(const Mac& dst, Kind kind, const Gather& frame, uint64_t stream) {
-  if (frame.size() + kOurHeaderBytes > mtu_) {
-    return make_error(Errc::kInvalidArgument,
-                      "dpdk: frame of " + std::to_string(frame.size()) + " bytes exceeds the MTU");
-  }
-  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-  if (m == nullptr) return make_error(Errc::kAgain, "dpdk: packet pool empty");
-  auto* b = reinterpret_cast<uint8_t*>(
-      rte_pktmbuf_append(m, static_cast<uint16_t>(kHeaderBytes + frame.size())));
-  if (b == nullptr) {
-    rte_pktmbuf_free(m);
-    return make_error(Errc::kInvalidArgument, "dpdk: frame larger than an mbuf");
-  }
-  std::memcpy(b, dst.data(), 6);
-  std::memcpy(b + 6, mac_.data(), 6);
-  b[12] = kEtherType >> 8;
-  b[13] = kEtherType & 0xff;
-  b[14] = kMagic;
-  b[15] = kVersion;
-  b[16] = static_cast<uint8_t>(kind);
-  b[17] = 0;
-  std::memcpy(b + 18, &stream, 8);
-  std::size_t off = kHeaderBytes;
-  for (const auto& part : frame.parts) {
-    if (!part.empty()) std::memcpy(b + off, part.data(), part.size());
-    off += part.size();
-  }
-  std::lock_guard lock(mu_);
-  if (rte_eth_tx_burst(id_, 0, &m, 1) == 1) {
-    ++stats_.tx_frames;
-    return Status::ok();
-  }
-  ++stats_.tx_full;
-  rte_pktmbuf_free(m);
-  return make_error(Errc::kAgain, "dpdk: transmit ring full");
 }
 
 PortStats Port::stats() {

@@ -22,6 +22,7 @@
 #include "core/status.h"
 #include "core/transport.h"
 #include "dpdk/dpdk_config.h"
+#include "dpdk/ext_regions.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -44,6 +45,9 @@ std::string format_group(const Mac& mac);
 struct PortStats {
   uint64_t rx_frames = 0, rx_foreign = 0, rx_unmatched = 0, rx_overflow = 0;
   uint64_t tx_frames = 0, tx_full = 0;
+  /// Multicast frames sent with the payload attached from user memory, and
+  /// copied into an mbuf (ext_regions.h).
+  uint64_t mc_zero_copy = 0, mc_copies = 0;
   uint64_t subscribers = 0;  ///< a gauge: channels open on the port now
 };
 
@@ -75,8 +79,19 @@ class Port {
   static std::span<const std::byte> payload(rte_mbuf* m);
   static Mac source(rte_mbuf* m);
 
-  /// One frame to `dst`; kAgain when the transmit ring is full.
+  /// One frame to `dst`; kAgain when the transmit ring or the pool is
+  /// exhausted. A multicast payload inside a registered region is sent by
+  /// reference: a chain of header, user memory and trailer (port_send.cc).
   Status send(const Mac& dst, Kind kind, const Gather& frame, uint64_t stream = 0);
+
+  /// Why multicast frames cannot carry payload by reference on this port,
+  /// or empty when they can (a software PMD that sends chained mbufs).
+  const std::string& zero_copy_obstacle() const { return zero_copy_obstacle_; }
+  /// Lets send() attach payloads inside `range` (kUnsupported with the
+  /// obstacle, kNoResource without memory for the attach pool).
+  Result<ExtRegions::Region*> register_region(std::span<const std::byte> range);
+  /// Waits until the port no longer reads `r` (see ExtRegions::remove).
+  void release_region(ExtRegions::Region* r);
 
   uint32_t mtu() const { return mtu_; }
   const Mac& mac() const { return mac_; }
@@ -86,6 +101,9 @@ class Port {
   Port() = default;
   void pump();            // with mu_ held: drains the receive queue, bounded
   uint16_t pump_burst();  // with mu_ held: one burst; returns the frames read
+  void write_header(uint8_t* b, const Mac& dst, Kind kind, uint64_t stream) const;
+  Status send_attached(const Mac& dst, const Gather& frame, rte_mbuf* body);
+  static std::string find_zero_copy_obstacle(uint16_t id);
 
   std::mutex mu_;
   uint16_t id_ = 0;
@@ -95,6 +113,9 @@ class Port {
   rte_mempool* pool_ = nullptr;
   std::vector<std::unique_ptr<Subscriber>> subs_;
   PortStats stats_;
+  std::string zero_copy_obstacle_;
+  std::unique_ptr<ExtRegions> ext_;
+  uint32_t ext_mbufs_ = 0;
 };
 
 }  // namespace ibbcast::dpdk
