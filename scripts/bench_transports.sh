@@ -5,6 +5,8 @@
 # UCX for both. One CSV on stdout with a leading transport column.
 # Usage: scripts/bench_transports.sh [BUILD_DIR] [RANKS...]   (root)
 #   DPDK_RELIABLE=ucx|frames: dpdk's stage 2 (default ucx; udp always uses UCX)
+#   TRANSPORTS="udp dpdk dpdk-copy": what runs, in this order, in one fabric;
+#     dpdk-copy is dpdk with dpdk_zero_copy=0 (the root copies every fragment)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}
@@ -16,19 +18,23 @@ bin=$build/tools/ibbcast
 sizes=${SIZES:-1,4k,64k,1m}
 iterations=${ITERATIONS:-20}
 reliable=${DPDK_RELIABLE:-ucx}
+transports=${TRANSPORTS:-udp dpdk}
 
 header=1
 for n in "${ranks[@]}"; do
   echo "bench_transports: $n ranks" >&2
   # shellcheck disable=SC2016  # expanded by the inner shell
   out=$("$repo/tests/support/netns_run.sh" - "$n" -- bash -c '
-    for t in udp dpdk; do
+    for t in '"$transports"'; do
+      zc=64k
+      [[ $t == dpdk-copy ]] && zc=0
       timeout 1500 mpirun --allow-run-as-root --oversubscribe -np '"$n"' -x IBBCAST_NETNS_PREFIX \
-        '"$bin"' bench --transport $t --udp-interface eth0 --dpdk-interface eth0 --dpdk-reliable '"$reliable"' \
-        --algorithms two_stage --sizes '"$sizes"' --iterations '"$iterations"' | sed "s/^/$t,/"
+        '"$bin"' bench --transport ${t%-copy} --udp-interface eth0 --dpdk-interface eth0 \
+        --dpdk-reliable '"$reliable"' --dpdk-zero-copy $zc --algorithms two_stage \
+        --sizes '"$sizes"' --iterations '"$iterations"' | sed "s/^/$t,/"
     done')
   if ((header)); then
-    grep -m1 ',algorithm,' <<<"$out" | sed 's/^udp,/transport,/'
+    grep -m1 ',algorithm,' <<<"$out" | sed 's/^[^,]*,/transport,/'
     header=0
   fi
   grep -v ',algorithm,' <<<"$out" | grep ','
