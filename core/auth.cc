@@ -29,6 +29,37 @@ std::array<std::byte, kHeaderSize> auth_header(std::span<const std::byte, kHeade
   return out;
 }
 
+namespace {
+
+// The engine's frames: GMAC over the header (channel bit cleared) and the
+// payload, under the nonce of auth_iv.
+class FrameGmac final : public FrameAuth {
+ public:
+  explicit FrameGmac(std::unique_ptr<Gmac> gmac) : gmac_(std::move(gmac)) {}
+  void tag(const AuthNonce& n, std::span<const std::byte, kHeaderSize> header,
+           std::span<const std::byte> payload, std::span<std::byte, kAuthTagSize> out) override {
+    const std::span<const std::byte> parts[] = {header, payload};
+    (void)gmac_->tag(auth_iv(n), parts, out);
+  }
+  bool verify(const AuthNonce& n, std::span<const std::byte, kHeaderSize> header,
+              std::span<const std::byte> payload,
+              std::span<const std::byte, kAuthTagSize> tag) override {
+    const std::span<const std::byte> parts[] = {header, payload};
+    return gmac_->verify(auth_iv(n), parts, tag);
+  }
+
+ private:
+  std::unique_ptr<Gmac> gmac_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<FrameAuth>> make_frame_auth(const AuthKey& key) {
+  auto gmac = make_gmac(key);
+  if (!gmac) return gmac.status();
+  return std::unique_ptr<FrameAuth>(new FrameGmac(std::move(*gmac)));
+}
+
 Result<AuthKey> random_auth_key() {
   AuthKey key{};
   std::size_t got = 0;

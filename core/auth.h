@@ -54,8 +54,33 @@ class FrameAuth {
                       std::span<const std::byte, kAuthTagSize> tag) = 0;
 };
 
+/// AES-128-GMAC with a nonce the caller lays out: for channels other than the
+/// engine's frames (core/rdgram), each under a subkey of its own
+/// (derive_auth_key), so no nonce of theirs can meet one of the engine's.
+class Gmac {
+ public:
+  static constexpr std::size_t kIvSize = 12;
+  using Iv = std::array<std::byte, kIvSize>;
+  virtual ~Gmac() = default;
+  /// The tag of the concatenation of `parts`; false if the library failed
+  /// (then `out` is zero, which verifies nowhere but by chance).
+  virtual bool tag(const Iv& iv, std::span<const std::span<const std::byte>> parts,
+                   std::span<std::byte, kAuthTagSize> out) = 0;
+  /// True when `tag` is the tag of `parts` under `iv` (constant time).
+  virtual bool verify(const Iv& iv, std::span<const std::span<const std::byte>> parts,
+                      std::span<const std::byte, kAuthTagSize> tag) = 0;
+};
+
 /// A FrameAuth for `key`; kUnsupported when the build has no crypto library.
 Result<std::unique_ptr<FrameAuth>> make_frame_auth(const AuthKey& key);
+/// A Gmac for `key`; kUnsupported when the build has no crypto library.
+Result<std::unique_ptr<Gmac>> make_gmac(const AuthKey& key);
+/// A subkey for one use of the group key: AES-128 of the 16-byte `label`
+/// under `key` (AES as a pseudo-random function, one block). The label must
+/// be no block GCM enciphers under `key` for the engine's tags, which have no
+/// plaintext: neither the zero block (GCM's hash key) nor IV || 00000001 (the
+/// tag's mask). A label not ending in 00 00 00 01 is none of them.
+Result<AuthKey> derive_auth_key(const AuthKey& key, const std::array<std::byte, 16>& label);
 /// A fresh key from the system's random source (getrandom).
 Result<AuthKey> random_auth_key();
 /// Whether this build can authenticate frames.

@@ -8,10 +8,21 @@ bool auth_available() {
   return false;
 }
 
-Result<std::unique_ptr<FrameAuth>> make_frame_auth(const AuthKey& /*key*/) {
+namespace {
+Status unsupported() {
   return make_error(Errc::kUnsupported,
                     "auth=on, but this build has no OpenSSL (install libssl-dev and rebuild, "
                     "or set IBBCAST_AUTH=off)");
+}
+}  // namespace
+
+Result<std::unique_ptr<Gmac>> make_gmac(const AuthKey& /*key*/) {
+  return unsupported();
+}
+
+Result<AuthKey> derive_auth_key(const AuthKey& /*key*/,
+                                const std::array<std::byte, 16>& /*label*/) {
+  return unsupported();
 }
 
 }  // namespace ibbcast

@@ -1,62 +1,54 @@
-// AES-128-GMAC through OpenSSL's EVP interface: GCM with the frame as
+// AES-128-GMAC through OpenSSL's EVP interface: GCM with the bytes as
 // additional data and no plaintext. EVP picks the AES-NI/PCLMULQDQ (or
 // VAES/VPCLMULQDQ) code paths where the CPU has them.
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+
+#include <cstring>
 
 #include "core/auth.h"
 
 namespace ibbcast {
 namespace {
 
-class GmacAuth final : public FrameAuth {
- public:
-  explicit GmacAuth(EVP_CIPHER_CTX* ctx) : ctx_(ctx) {}
-  ~GmacAuth() override { EVP_CIPHER_CTX_free(ctx_); }
-  GmacAuth(const GmacAuth&) = delete;
-  GmacAuth& operator=(const GmacAuth&) = delete;
+const unsigned char* uc(const std::byte* p) {
+  return reinterpret_cast<const unsigned char*>(p);
+}
 
-  void tag(const AuthNonce& n, std::span<const std::byte, kHeaderSize> header,
-           std::span<const std::byte> payload, std::span<std::byte, kAuthTagSize> out) override {
-    if (!compute(n, header, payload, out.data())) out_fill_invalid(out);
+class OpenSslGmac final : public Gmac {
+ public:
+  explicit OpenSslGmac(EVP_CIPHER_CTX* ctx) : ctx_(ctx) {}
+  ~OpenSslGmac() override { EVP_CIPHER_CTX_free(ctx_); }
+  OpenSslGmac(const OpenSslGmac&) = delete;
+  OpenSslGmac& operator=(const OpenSslGmac&) = delete;
+
+  bool tag(const Iv& iv, std::span<const std::span<const std::byte>> parts,
+           std::span<std::byte, kAuthTagSize> out) override {
+    if (compute(iv, parts, out.data())) return true;
+    // A tag that cannot be computed must not verify anywhere: all-zero is as
+    // likely as any value, so a failure is made visible by the receiver's
+    // rejection counter rather than by a crash here.
+    std::memset(out.data(), 0, out.size());
+    return false;
   }
 
-  bool verify(const AuthNonce& n, std::span<const std::byte, kHeaderSize> header,
-              std::span<const std::byte> payload,
+  bool verify(const Iv& iv, std::span<const std::span<const std::byte>> parts,
               std::span<const std::byte, kAuthTagSize> tag) override {
     std::byte want[kAuthTagSize];
-    if (!compute(n, header, payload, want)) return false;
+    if (!compute(iv, parts, want)) return false;
     return CRYPTO_memcmp(want, tag.data(), kAuthTagSize) == 0;
   }
 
  private:
-  static void out_fill_invalid(std::span<std::byte, kAuthTagSize> out) {
-    // A tag that cannot be computed must not verify anywhere: all-zero is as
-    // likely as any value, so a failure is made visible by the receiver's
-    // bad_tag counter rather than by a crash here.
-    for (auto& b : out)
-      b = std::byte{0};
-  }
-
-  bool compute(const AuthNonce& n, std::span<const std::byte, kHeaderSize> header,
-               std::span<const std::byte> payload, std::byte* out) {
-    const auto iv = auth_iv(n);
+  bool compute(const Iv& iv, std::span<const std::span<const std::byte>> parts, std::byte* out) {
     int len = 0;
-    // The key schedule stays in ctx_; only the IV changes per frame.
-    if (EVP_EncryptInit_ex(ctx_, nullptr, nullptr, nullptr,
-                           reinterpret_cast<const unsigned char*>(iv.data())) != 1) {
-      return false;
-    }
-    if (EVP_EncryptUpdate(ctx_, nullptr, &len,
-                          reinterpret_cast<const unsigned char*>(header.data()),
-                          static_cast<int>(header.size())) != 1) {
-      return false;
-    }
-    if (!payload.empty() &&
-        EVP_EncryptUpdate(ctx_, nullptr, &len,
-                          reinterpret_cast<const unsigned char*>(payload.data()),
-                          static_cast<int>(payload.size())) != 1) {
-      return false;
+    // The key schedule stays in ctx_; only the IV changes per call.
+    if (EVP_EncryptInit_ex(ctx_, nullptr, nullptr, nullptr, uc(iv.data())) != 1) return false;
+    for (const auto& part : parts) {
+      if (!part.empty() && EVP_EncryptUpdate(ctx_, nullptr, &len, uc(part.data()),
+                                             static_cast<int>(part.size())) != 1) {
+        return false;
+      }
     }
     unsigned char none[16];
     if (EVP_EncryptFinal_ex(ctx_, none, &len) != 1) return false;
@@ -73,15 +65,32 @@ bool auth_available() {
   return true;
 }
 
-Result<std::unique_ptr<FrameAuth>> make_frame_auth(const AuthKey& key) {
+Result<std::unique_ptr<Gmac>> make_gmac(const AuthKey& key) {
   EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
   if (ctx == nullptr) return make_error(Errc::kNoResource, "EVP_CIPHER_CTX_new failed");
-  if (EVP_EncryptInit_ex(ctx, EVP_aes_128_gcm(), nullptr,
-                         reinterpret_cast<const unsigned char*>(key.data()), nullptr) != 1) {
+  if (EVP_EncryptInit_ex(ctx, EVP_aes_128_gcm(), nullptr, uc(key.data()), nullptr) != 1) {
     EVP_CIPHER_CTX_free(ctx);
     return make_error(Errc::kInternal, "OpenSSL refused the AES-128-GCM key");
   }
-  return std::unique_ptr<FrameAuth>(new GmacAuth(ctx));
+  return std::unique_ptr<Gmac>(new OpenSslGmac(ctx));
+}
+
+Result<AuthKey> derive_auth_key(const AuthKey& key, const std::array<std::byte, 16>& label) {
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  if (ctx == nullptr) return make_error(Errc::kNoResource, "EVP_CIPHER_CTX_new failed");
+  AuthKey out{};
+  int len = 0, tail = 0;
+  // One block in ECB mode, no padding: the block cipher itself.
+  const bool ok =
+      EVP_EncryptInit_ex(ctx, EVP_aes_128_ecb(), nullptr, uc(key.data()), nullptr) == 1 &&
+      EVP_CIPHER_CTX_set_padding(ctx, 0) == 1 &&
+      EVP_EncryptUpdate(ctx, reinterpret_cast<unsigned char*>(out.data()), &len, uc(label.data()),
+                        static_cast<int>(label.size())) == 1 &&
+      EVP_EncryptFinal_ex(ctx, reinterpret_cast<unsigned char*>(out.data()) + len, &tail) == 1 &&
+      len + tail == static_cast<int>(out.size());
+  EVP_CIPHER_CTX_free(ctx);
+  if (!ok) return make_error(Errc::kInternal, "OpenSSL failed to derive a subkey (AES-128)");
+  return out;
 }
 
 }  // namespace ibbcast

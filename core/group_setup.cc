@@ -108,10 +108,12 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
                                              " (set IBBCAST_AUTH alike on every rank)");
     }
   }
+  P2pOptions p2p_options;
   if (all[0].auth != 0) {
     auto auth = make_frame_auth(all[0].key);
     if (!auth) return auth.status();
     id.auth = std::move(*auth);
+    p2p_options.auth_key = all[0].key;
   }
   std::memset(&all[0].key, 0, sizeof all[0].key);
   std::memset(&mine.key, 0, sizeof mine.key);
@@ -119,7 +121,10 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
   std::unique_ptr<Group> g(new Group());
   g->transport_ = &transport;
   g->print_statistics_ = config.print_statistics;
-  auto p2p = transport.open_p2p();
+  // The key reaches the reliable channel here, when it is made (after the
+  // key exchange above): its own datagrams are tagged too.
+  auto p2p = transport.open_p2p(p2p_options);
+  if (p2p_options.auth_key) std::memset(&*p2p_options.auth_key, 0, sizeof(AuthKey));
   if (!p2p) return p2p.status();
   g->p2p_ = std::move(*p2p);
 

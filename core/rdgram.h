@@ -21,7 +21,15 @@
 // Late and duplicate segments are dropped and re-acknowledged; datagrams of
 // another channel (`channel` differs), malformed or from unknown ranks are
 // counted and dropped.
+//
+// With a key (auth=on, RdgramConfig::auth) every datagram — segment, ack,
+// goodbye — carries a GMAC tag over its header and payload under a subkey of
+// the group key, checked before it changes any state; a datagram without a
+// valid one is counted (auth_failed) and dropped, so no one without the key
+// can acknowledge, inject or end anything. The nonce is the sender's rank
+// and its own count of datagrams it made on the channel (rdgram_auth.cc).
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -31,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/auth.h"
 #include "core/transport.h"
 
 namespace ibbcast {
@@ -46,6 +55,16 @@ class DatagramLink {
   virtual std::size_t poll(std::span<RecvView> out) = 0;
   virtual void release(std::span<const RecvView> views) = 0;
 };
+
+/// Counters of a backend's channels, shared with its Transport::counters()
+/// (read from other threads while the channels run).
+struct RdgramTotals {
+  std::atomic<uint64_t> auth_failed{0}, malformed{0}, foreign{0};
+};
+
+/// The channel's GMAC under its own subkey of `group_key`, derived with the
+/// channel id in the label (docs/protocol.md "Reliable datagrams").
+Result<std::shared_ptr<Gmac>> rdgram_gmac(const AuthKey& group_key, uint32_t channel);
 
 struct RdgramConfig {
   uint32_t rank = 0, size = 1;
@@ -64,11 +83,17 @@ struct RdgramConfig {
   /// one would answer a repeat), and a peer with unacknowledged data resends
   /// well within it (rto_max), which restarts the wait.
   Nanos close_quiet = std::chrono::seconds(1);
+  /// auth=on: rdgram_gmac of the group key (the same on every rank); null:
+  /// no tags, the wire as without auth.
+  std::shared_ptr<Gmac> auth;
+  /// Optional: where drops are also counted for the backend.
+  std::shared_ptr<RdgramTotals> totals;
 };
 
 struct RdgramStats {
   uint64_t segments_sent = 0, resent_sack = 0, resent_probe = 0, resent_timer = 0, acks_sent = 0;
   uint64_t segments_received = 0, duplicates = 0, foreign = 0, malformed = 0;
+  uint64_t auth_failed = 0;  ///< auth=on: no tag or a wrong one (forged, altered, another key)
 };
 
 class DatagramP2p final : public P2pChannel {
@@ -125,6 +150,17 @@ class DatagramP2p final : public P2pChannel {
     Nanos last_heard{0};        // its last valid datagram to us
   };
 
+  enum class Drop { kMalformed, kForeign, kAuth };
+  void drop(Drop why);
+  /// auth=on: marks `datagram` (header, trailer room, payload) tagged and
+  /// fills its trailer with the next counter value and the tag.
+  void seal(std::span<std::byte> datagram);
+  /// Whether a decoded datagram's tag is right for its bytes and sender.
+  bool authentic(std::span<const std::byte> datagram, uint32_t from);
+  /// A goodbye or acknowledgement, sealed when auth is on: `bytes` holds it.
+  std::span<const std::byte> control(std::span<std::byte> bytes, uint8_t type, uint32_t to,
+                                     uint64_t cum, uint64_t sack);
+
   void on_datagram(const RecvView& v, Nanos now);
   void accept(Peer& p, uint32_t from, uint8_t flags, std::span<const std::byte> data);
   void on_ack(Peer& p, uint64_t cum, uint64_t sack, Nanos now);
@@ -139,7 +175,9 @@ class DatagramP2p final : public P2pChannel {
   std::unique_ptr<DatagramLink> link_;
   RdgramConfig cfg_;
   std::function<Nanos()> clock_;
+  std::size_t overhead_;  // header, and with auth its trailer
   std::size_t max_data_;
+  uint64_t sealed_ = 0;  // datagrams this rank tagged: the nonce's counter
   std::vector<Peer> peers_;
   std::deque<P2pEvent> events_;
   std::unordered_map<uint64_t, std::vector<std::byte>> held_;

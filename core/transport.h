@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/auth.h"
 #include "core/status.h"
 #include "core/units.h"
 
@@ -103,6 +105,14 @@ class P2pChannel {
 /// tests) can carry their stage 2.
 using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
 
+/// What a group tells its reliable channel when opening it.
+struct P2pOptions {
+  /// auth=on: the group's key. Channels that send datagrams of their own
+  /// (core/rdgram: dpdk's frames, verbs' UD) tag them under a subkey of it;
+  /// channels over a connection (UCX) do not use it.
+  std::optional<AuthKey> auth_key;
+};
+
 /// A registered memory range; deregisters when destroyed. Move-only.
 class MemoryRegion {
  public:
@@ -154,7 +164,7 @@ class Transport {
   virtual std::string choose_multicast_address(uint64_t random) = 0;
   /// The reliable channel among the group's ranks. Collective: every rank of
   /// the group calls it in the same order (channels may exchange addresses).
-  virtual Result<std::unique_ptr<P2pChannel>> open_p2p() = 0;
+  virtual Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& options) = 0;
   /// Registers memory for zero-copy use. Transports without registration return
   /// a region with key 0 and no deregistration.
   virtual Result<MemoryRegion> register_memory(std::span<std::byte> range) {

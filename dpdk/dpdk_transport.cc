@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/rdgram.h"
 #include "dpdk/dpdk.h"
 #include "dpdk/eal.h"
 #include "dpdk/frames_p2p.h"
@@ -86,12 +87,12 @@ class DpdkTransport final : public Transport {
     return format_group(Mac{0x03, 0x1b, 0xbc, static_cast<uint8_t>(r >> 16),
                             static_cast<uint8_t>(r >> 8), static_cast<uint8_t>(r)});
   }
-  Result<std::unique_ptr<P2pChannel>> open_p2p() override {
+  Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& options) override {
     if (p2p_factory_) return p2p_factory_();
     if (boot_ == nullptr) {
       return make_error(Errc::kUnsupported, "dpdk transport has no reliable channel");
     }
-    return open_frames_channel(*port_, *boot_, caps_.max_datagram, cfg_);
+    return open_frames_channel(*port_, *boot_, caps_.max_datagram, cfg_, options, rd_totals_);
   }
   Nanos idle_sleep() const override { return std::chrono::microseconds(cfg_.idle_sleep_us); }
   std::vector<TransportCounter> counters() const override {
@@ -105,6 +106,10 @@ class DpdkTransport final : public Transport {
             {"port_tx_full", s.tx_full},
             {"mc_zero_copy_sends", s.mc_zero_copy},
             {"mc_send_copies", s.mc_copies},
+            // The frames channel's drops (dpdk_reliable=frames), all its groups.
+            {"rd_auth_failed", rd_totals_->auth_failed.load()},
+            {"rd_malformed", rd_totals_->malformed.load()},
+            {"rd_foreign", rd_totals_->foreign.load()},
             // "_live": a gauge the lifecycle check compares before and after.
             {"port_subscribers_live", s.subscribers}};
   }
@@ -114,6 +119,7 @@ class DpdkTransport final : public Transport {
   Port* port_;
   P2pFactory p2p_factory_;
   Bootstrap* boot_;
+  std::shared_ptr<RdgramTotals> rd_totals_ = std::make_shared<RdgramTotals>();
   Capabilities caps_;
 };
 

@@ -66,7 +66,9 @@ class UnicastLink final : public DatagramLink {
 
 Result<std::unique_ptr<P2pChannel>> open_frames_channel(Port& port, Bootstrap& boot,
                                                         uint32_t max_datagram,
-                                                        const DpdkConfig& cfg) {
+                                                        const DpdkConfig& cfg,
+                                                        const P2pOptions& options,
+                                                        std::shared_ptr<RdgramTotals> totals) {
   // [MAC, 2 bytes zero, a random 64-bit id]: rank 0's id names the channel.
   struct Record {
     Mac mac;
@@ -86,6 +88,12 @@ Result<std::unique_ptr<P2pChannel>> open_frames_channel(Port& port, Bootstrap& b
   rc.size = boot.size();
   rc.channel = static_cast<uint32_t>(all[0].id);
   rc.peer_timeout = cfg.peer_timeout;
+  rc.totals = std::move(totals);
+  if (options.auth_key) {
+    auto gmac = rdgram_gmac(*options.auth_key, rc.channel);
+    if (!gmac) return gmac.status();
+    rc.auth = std::move(*gmac);
+  }
   auto link = std::make_unique<UnicastLink>(port, std::move(macs), all[0].id, max_datagram);
   auto inner = std::make_unique<DatagramP2p>(std::move(link), rc, now_ns);
   return make_datagram_channel(std::move(inner), std::chrono::microseconds(cfg.idle_sleep_us),

@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "core/rdgram.h"
 #include "core/transport.h"
 #include "dpdk/dpdk_config.h"
 
@@ -16,9 +17,12 @@ namespace ibbcast::dpdk {
 
 class Port;
 
-/// Collective over `boot`.
+/// Collective over `boot`. With a key in `options` every frame of the channel
+/// is tagged (core/rdgram.h); drops are also counted in `totals`.
 Result<std::unique_ptr<P2pChannel>> open_frames_channel(Port& port, Bootstrap& boot,
                                                         uint32_t max_datagram,
-                                                        const DpdkConfig& cfg);
+                                                        const DpdkConfig& cfg,
+                                                        const P2pOptions& options,
+                                                        std::shared_ptr<RdgramTotals> totals);
 
 }  // namespace ibbcast::dpdk

@@ -13,6 +13,13 @@
 // rank 1 receive each other's messages in order and byte for byte, never one
 // that was not sent; and once the link stops losing, everything sent arrives
 // (unless a peer was declared failed after the clock passed its timeout).
+//
+// Keyed (auth=on, chosen by the input's first byte): ranks 0 and 1 share a
+// group key the injector does not know, so injected datagrams may claim any
+// sender, rank 0 and 1 included, may carry a trailer (counter, tag) of the
+// fuzzer's choosing, or be genuine datagrams with one byte altered. The same
+// invariants hold, and every injected datagram is dropped and counted
+// (malformed, foreign or auth_failed): none changes any state.
 
 #include <algorithm>
 #include <cstdint>
@@ -89,9 +96,19 @@ struct Harness {
   Wire wire;
   Nanos now{0};
   Side side[2];
+  bool keyed = false;
+  uint64_t injected = 0;
 
-  Harness(uint32_t max, uint32_t window, uint32_t max_queued) {
+  Harness(uint32_t max, uint32_t window, uint32_t max_queued, bool with_key) : keyed(with_key) {
     wire.max = max;
+    std::shared_ptr<Gmac> gmac;
+    if (keyed) {
+      AuthKey key{};
+      key[5] = std::byte{0x9b};
+      auto g = rdgram_gmac(key, kChannel);
+      check(g.is_ok());
+      gmac = *g;
+    }
     for (uint32_t r = 0; r < 2; ++r) {
       RdgramConfig rc;
       rc.rank = r;
@@ -99,6 +116,7 @@ struct Harness {
       rc.channel = kChannel;
       rc.window = window;
       rc.max_queued = max_queued;
+      rc.auth = gmac;
       side[r].ch = std::make_unique<DatagramP2p>(std::make_unique<FuzzLink>(&wire, r), rc,
                                                  [this] { return now; });
     }
@@ -142,11 +160,12 @@ struct Harness {
     if (to == 1 - r) side[to].expected.push_back(std::move(m));
   }
 
-  // A foreign datagram for rank r. It may claim any sender except the other
-  // honest rank on this channel: forging that is outside the model (the link
-  // and the group are trusted at this layer; auth=on covers the frames).
+  // A foreign datagram for rank r. Without a key it may claim any sender
+  // except the other honest rank on this channel: forging that is what
+  // auth=on is for, and outside the model without it.
   void inject(uint32_t r, Bytes b) {
-    if (b.size() >= 16) {
+    ++injected;
+    if (!keyed && b.size() >= 16) {
       const uint32_t from = fuzz::get_le<uint32_t>(&b[4]);
       const uint32_t channel = fuzz::get_le<uint32_t>(&b[12]);
       if (channel == kChannel && from == 1 - r) fuzz::put_le<uint32_t>(&b[4], kPhantom);
@@ -168,9 +187,41 @@ struct Harness {
     fuzz::put_le<uint64_t>(&b[16],
                            in.take<uint8_t>() % 2 ? in.take<uint64_t>() : in.take<uint8_t>());
     fuzz::put_le<uint64_t>(&b[24], b[1] == std::byte{2} ? in.take<uint64_t>() : 0);
+    if (keyed && in.take<uint8_t>() % 2) {  // tagged: a counter and a tag of its own
+      fuzz::put_le<uint32_t>(&b[4], in.take<uint8_t>() % 3);  // even an honest rank
+      b[3] = std::byte{1};
+      const Bytes trailer = in.bytes(24);
+      b.insert(b.end(), trailer.begin(), trailer.end());
+      b.resize(56);
+    }
     const Bytes data = in.bytes(in.take<uint8_t>() % 64);
     b.insert(b.end(), data.begin(), data.end());
     inject(r, std::move(b));
+  }
+
+  // Keyed: the oldest datagram rank r sent, one byte altered, to its peer.
+  void tamper(uint32_t r, fuzz::Input& in) {
+    auto& q = wire.in_flight[r];
+    if (!keyed || q.empty()) return;
+    Bytes b = q.front();
+    const std::size_t at = in.take<uint16_t>() % b.size();
+    b[at] ^= std::byte(static_cast<uint8_t>(1 + in.take<uint8_t>() % 255));
+    inject(1 - r, std::move(b));
+  }
+
+  // Keyed: every injected datagram was dropped and counted, none accepted.
+  void check_drops() {
+    for (int i = 0; i < 64 && !(wire.inbox[0].empty() && wire.inbox[1].empty()); ++i) {
+      poll(0);
+      poll(1);
+    }
+    if (!keyed) return;
+    uint64_t dropped = 0;
+    for (const Side& s : side) {
+      const RdgramStats& st = s.ch->stats();
+      dropped += st.malformed + st.foreign + st.auth_failed;
+    }
+    check(dropped == injected);
   }
 
   // Lossless from here on: everything in flight arrives at once, and the
@@ -197,6 +248,7 @@ struct Harness {
       check(s.to_self.empty());
       check(s.expected.empty() || s.peer_failed);
     }
+    check_drops();
   }
 };
 
@@ -205,10 +257,12 @@ struct Harness {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
   // Small datagrams and windows: messages span many segments, windows fill.
-  const uint32_t max = 33 + in.take<uint8_t>() % 96;
+  const uint8_t first = in.take<uint8_t>();
+  const bool keyed = (first & 0x80) != 0 && auth_available();
+  const uint32_t max = (keyed ? 57 : 33) + first % 96;
   const uint32_t window = 1 + in.take<uint8_t>() % 32;
   const uint32_t max_queued = window + in.take<uint8_t>();
-  Harness h(max, window, max_queued);
+  Harness h(max, window, max_queued, keyed);
   for (int op = 0; op < 256 && !in.empty(); ++op) {
     const uint8_t code = in.take<uint8_t>();
     const uint32_t r = code & 1;
@@ -227,8 +281,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 15:  // lose it
         if (!flight.empty()) flight.pop_front();
         break;
-      case 3:  // duplicate it
-        if (!flight.empty()) h.wire.inbox[1 - r].push_back(flight.front());
+      case 3:  // duplicate it, or keyed: deliver an altered copy
+        if (keyed && (code & 0x20)) {
+          h.tamper(r, in);
+        } else if (!flight.empty()) {
+          h.wire.inbox[1 - r].push_back(flight.front());
+        }
         break;
       case 4:  // delay it behind the others
         if (!flight.empty()) {

@@ -67,8 +67,9 @@ def rdgram_seg(kind, flags, frm, to, channel, seq, sack=0, data=b""):
 def rdgram():
     t = "fuzz_rdgram"
     ch = 0x1BBC5D01
-    # Prefix: max datagram, window, queue; then op codes (fuzz_rdgram.cc):
-    # (op << 1) | rank, op 0/1 deliver, 2 drop, 3 dup, 4 delay, 5/6 poll,
+    # Prefix: max datagram (| 0x80: keyed, auth=on), window, queue; then op
+    # codes (fuzz_rdgram.cc): (op << 1) | rank, op 0/1 deliver, 2 drop,
+    # 3 dup (keyed, | 0x20: an altered copy, + u16 offset, u8 xor), 4 delay, 5/6 poll,
     # 7 send (+size; | 0x20 to rank 2, | 0x60 to itself), 8 clock (+u16),
     # 9 raw (+len, bytes), 10 segment, 11 close.
     def op(o, r=0):
@@ -96,6 +97,20 @@ def rdgram():
           (op(0) + op(1, 1)) * 30)
     write(t, "clock-jumps", bytes([20, 3, 3]) + op(7) + b"\x80" +
           (op(8) + b"\xff\xff") * 12 + op(5) + op(5, 1))
+    # Keyed: the same exchange tagged; forgeries claiming the honest ranks.
+    write(t, "keyed-clean-exchange", bytes([0x80 | 31, 8, 16]) + clean[3:])
+    write(t, "keyed-lossy", bytes([0x80, 0, 4]) + lossy[3:])
+    honest_ack = rdgram_seg(2, 0, 1, 0, ch, 9, sack=0xFF)
+    write(t, "keyed-forged-honest-ack", bytes([0x80 | 40, 4, 8]) + op(7) + b"\x60" + op(9) +
+          bytes([len(honest_ack)]) + honest_ack + op(5) + op(0) + op(5, 1) + op(0, 1) + op(5))
+    honest_data = rdgram_seg(1, 1, 0, 1, ch, 0, data=b"forged")
+    write(t, "keyed-forged-honest-data", bytes([0x80 | 40, 4, 8]) + op(9, 1) +
+          bytes([len(honest_data)]) + honest_data + op(7) + b"\x06" + op(0) + op(5, 1))
+    write(t, "keyed-tampered", bytes([0x80 | 50, 8, 16]) + op(7) + b"\x30" +
+          (bytes([(3 << 1) | 0x20]) + b"\x05\x00\x01" + op(0) + op(5, 1) + op(0, 1) + op(5)) * 4)
+    write(t, "keyed-tagged-segments", bytes([0x80 | 60, 16, 64]) +
+          (op(10, 1) + bytes([0, 1, 3, 0, 3, 1, 0]) + bytes(range(24)) + b"\x04abcd" +
+           op(5, 1)) * 3)
 
 
 def tcp_frame(seq, payload, error=False):

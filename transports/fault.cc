@@ -171,8 +171,8 @@ class FaultyTransport final : public Transport {
   std::string choose_multicast_address(uint64_t r) override {
     return inner_->choose_multicast_address(r);
   }
-  Result<std::unique_ptr<P2pChannel>> open_p2p() override {
-    auto ch = inner_->open_p2p();
+  Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& options) override {
+    auto ch = inner_->open_p2p(options);
     if (!ch) return ch.status();
     return std::unique_ptr<P2pChannel>(new FaultyP2p(std::move(*ch), s_));
   }

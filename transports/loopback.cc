@@ -196,7 +196,7 @@ class LoopTransport final : public Transport {
   std::string choose_multicast_address(uint64_t random) override {
     return "loop:" + std::to_string(random);
   }
-  Result<std::unique_ptr<P2pChannel>> open_p2p() override {
+  Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& /*options*/) override {
     std::lock_guard lock(f_->mu);
     return std::unique_ptr<P2pChannel>(new P2pLoop(f_, rank_));
   }

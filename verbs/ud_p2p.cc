@@ -75,7 +75,9 @@ class UdLink final : public DatagramLink {
 
 }  // namespace
 
-Result<std::unique_ptr<P2pChannel>> open_ud_p2p(std::shared_ptr<Device> dev, Bootstrap& boot) {
+Result<std::unique_ptr<P2pChannel>> open_ud_p2p(std::shared_ptr<Device> dev, Bootstrap& boot,
+                                                const P2pOptions& options,
+                                                std::shared_ptr<RdgramTotals> totals) {
   auto q = UdQueue::create(dev, kQkey, dev->gid_index());
   // Collective even on failure: the others wait in the allgather otherwise.
   Record mine{};
@@ -102,6 +104,12 @@ Result<std::unique_ptr<P2pChannel>> open_ud_p2p(std::shared_ptr<Device> dev, Boo
   rc.size = boot.size();
   rc.channel = static_cast<uint32_t>(all[0].id);
   rc.peer_timeout = dev->config().peer_timeout;
+  rc.totals = std::move(totals);
+  if (options.auth_key) {
+    auto gmac = rdgram_gmac(*options.auth_key, rc.channel);
+    if (!gmac) return gmac.status();
+    rc.auth = std::move(*gmac);
+  }
   auto inner = std::make_unique<DatagramP2p>(std::move(link), rc, now_ns);
   return make_datagram_channel(std::move(inner), std::chrono::microseconds(50),
                                dev->config().peer_timeout);

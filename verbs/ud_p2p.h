@@ -8,11 +8,16 @@
 
 #include <memory>
 
+#include "core/rdgram.h"
 #include "core/transport.h"
 #include "verbs/device.h"
 
 namespace ibbcast::verbs {
 
-Result<std::unique_ptr<P2pChannel>> open_ud_p2p(std::shared_ptr<Device> dev, Bootstrap& boot);
+/// Collective over `boot`. With a key in `options` every datagram of the
+/// channel is tagged (core/rdgram.h); drops are also counted in `totals`.
+Result<std::unique_ptr<P2pChannel>> open_ud_p2p(std::shared_ptr<Device> dev, Bootstrap& boot,
+                                                const P2pOptions& options,
+                                                std::shared_ptr<RdgramTotals> totals);
 
 }  // namespace ibbcast::verbs

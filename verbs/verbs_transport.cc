@@ -87,11 +87,11 @@ class VerbsTransport final : public Transport {
     // each datagram keeps them apart.
     return cfg_.group.empty() ? random_group(r) : cfg_.group;
   }
-  Result<std::unique_ptr<P2pChannel>> open_p2p() override {
+  Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& options) override {
     if (!p2p_factory_ && boot_ == nullptr) {
       return make_error(Errc::kUnsupported, "verbs transport has no reliable channel");
     }
-    auto ch = p2p_factory_ ? p2p_factory_() : open_ud_p2p(dev_, *boot_);
+    auto ch = p2p_factory_ ? p2p_factory_() : open_ud_p2p(dev_, *boot_, options, rd_totals_);
     if (!ch) return ch.status();
     return watch_p2p(std::move(*ch), set_);
   }
@@ -119,7 +119,11 @@ class VerbsTransport final : public Transport {
             {"mc_received", c.received},
             {"mc_self_dropped", c.self_dropped},
             {"mc_malformed", c.malformed},
-            {"mc_recv_errors", c.recv_errors}};
+            {"mc_recv_errors", c.recv_errors},
+            // The UD channel's drops (verbs_reliable=ud), all its groups.
+            {"rd_auth_failed", rd_totals_->auth_failed.load()},
+            {"rd_malformed", rd_totals_->malformed.load()},
+            {"rd_foreign", rd_totals_->foreign.load()}};
   }
 
  private:
@@ -128,6 +132,7 @@ class VerbsTransport final : public Transport {
   VerbsConfig cfg_;
   std::shared_ptr<Device> dev_;
   P2pFactory p2p_factory_;
+  std::shared_ptr<RdgramTotals> rd_totals_ = std::make_shared<RdgramTotals>();
   Bootstrap* boot_;
   std::shared_ptr<WaitSet> set_;
   std::shared_ptr<Armed> armed_;

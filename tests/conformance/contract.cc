@@ -112,7 +112,7 @@ Status multicast_reaches_every_member(Transport& transport, Bootstrap& boot) {
 }
 
 Status reliable_channel_is_ordered(Transport& transport, Bootstrap& boot) {
-  auto ch = transport.open_p2p();
+  auto ch = transport.open_p2p({});
   if (!ch) return ch.status();
   P2pChannel& c = **ch;
   const uint32_t n = boot.size(), me = boot.rank();
@@ -176,7 +176,7 @@ Status reliable_channel_is_ordered(Transport& transport, Bootstrap& boot) {
 Status event_fd_wakes_a_sleeper(Transport& transport, Bootstrap& boot) {
   const int fd = transport.event_fd();
   if (fd < 0) return fail(Errc::kUnsupported, transport.capabilities().name + " has no event fd");
-  auto ch = transport.open_p2p();
+  auto ch = transport.open_p2p({});
   if (!ch) return ch.status();
   P2pChannel& c = **ch;
   Status result = Status::ok();

@@ -94,6 +94,15 @@ Status authenticated_broadcasts(Transport& transport, Bootstrap& boot) {
   for (Algorithm a : {Algorithm::kTwoStage, Algorithm::kBinomial, Algorithm::kScatterAllgather}) {
     IBBCAST_RETURN_IF_ERROR(one_algorithm(transport, boot, a, first));
   }
+  // The reliable channels of core/rdgram (dpdk frames, verbs UD) tag their
+  // own datagrams too: none of the genuine ones may fail its tag.
+  for (const TransportCounter& c : transport.counters()) {
+    if (c.name == "rd_auth_failed" && c.value != 0 && first) {
+      first = make_error(Errc::kCorrupt, "rank " + std::to_string(boot.rank()) + " rejected " +
+                                             std::to_string(c.value) +
+                                             " genuine reliable datagrams by their tag");
+    }
+  }
   return first;
 }
 

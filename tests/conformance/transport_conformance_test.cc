@@ -34,7 +34,7 @@ std::vector<RankEnv> udp_env(uint32_t ranks, const std::string& family) {
     cfg.family = family;
     cfg.max_datagram = 9000;
     auto t =
-        udp::make_transport(cfg, [f, r] { return loopback::make_transport(f, r)->open_p2p(); });
+        udp::make_transport(cfg, [f, r] { return loopback::make_transport(f, r)->open_p2p({}); });
     if (!t) {
       ADD_FAILURE() << "udp transport: " << t.status().to_string();
       return {};

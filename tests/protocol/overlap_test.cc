@@ -108,7 +108,9 @@ class SameAddress final : public Transport {
     return t_->open_multicast(a);
   }
   std::string choose_multicast_address(uint64_t) override { return "loop:collision"; }
-  Result<std::unique_ptr<P2pChannel>> open_p2p() override { return t_->open_p2p(); }
+  Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& o) override {
+    return t_->open_p2p(o);
+  }
   int event_fd() const override { return t_->event_fd(); }
   Status arm() override { return t_->arm(); }
 
