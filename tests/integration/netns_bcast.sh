@@ -8,6 +8,8 @@
 #   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared | nojoin | decorator
 #             rawloss20 (dpdk: 20 % of every raw frame dropped, stage 2's unicast frames too)
 #             forge (udp, auth on: a foreign host floods the group; needs FORGER=<forger binary>)
+#             rdforge (dpdk, auth on, stage 2 on the frames channel: a foreign host forges its
+#               acks, segments and goodbyes; needs RDFORGER=<rdforger binary>)
 #   TRANSPORT=udp (default) | dpdk: the multicast backend (dpdk: af_packet on each host's eth0)
 set -uo pipefail
 bin=$1 scenario=$2 ranks=${3:-8} iterations=${ITERATIONS:-8} transport=${TRANSPORT:-udp}
@@ -40,13 +42,29 @@ case $scenario in
     fault='ip netns exec "$IBBCAST_NETNS_PREFIX-h'$ranks'" "'$FORGER'" --group 239.255.77.9:47009 \
       --interface eth0 --rate 20000 & forger=$!; sleep 0.5'
     after='kill $forger; wait $forger' ;;
+  rdforge)  # one more host, not a rank, forges the frames channel's datagrams at 5k/s; the
+    # bridge floods unicast (learning off) so it sees them, and 20 % of the raw frames are lost
+    # so that stage 2 has work
+    [[ -x ${RDFORGER:-} ]] || { echo "FAIL: scenario rdforge needs RDFORGER=<path>"; exit 1; }
+    hosts=$((ranks + 1)) iterations=${ITERATIONS:-20}
+    runopt="--auth ${FORGE_AUTH:-on} --dpdk-reliable frames"
+    # (ageing 0 also drops what the bridge learned from the hosts' IPv6 chatter at set-up)
+    fault='for ((p = 0; p <= '$ranks'; p++)); do
+        ip netns exec "$IBBCAST_NETNS_PREFIX-sw" bridge link set dev "$IBBCAST_NETNS_PREFIX-p$p" learning off
+      done
+      ip -n "$IBBCAST_NETNS_PREFIX-sw" link set dev br0 type bridge ageing_time 0 && sleep 0.2 &&
+      "$IBBCAST_NETNS_FABRIC" rawloss "$IBBCAST_NETNS_PREFIX" 20 &&
+      { ip netns exec "$IBBCAST_NETNS_PREFIX-h'$ranks'" "'$RDFORGER'" --interface eth0 --rate 5000 &
+        forger=$!; sleep 0.5; }'
+    after='kill $forger; wait $forger' ;;
   kill)  # rank 3 dies by SIGKILL mid-broadcast; all multicast lost, so 4.. depend on it
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100'
     launcher="--enable-recovery" runopt="--kill-rank 3" ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 case $transport in
-  udp) [[ $scenario == rawloss20 ]] && { echo "scenario $scenario is dpdk only"; exit 2; } ;;
+  udp) [[ $scenario == rawloss20 || $scenario == rdforge ]] &&
+    { echo "scenario $scenario is dpdk only"; exit 2; } ;;
   dpdk)
     [[ $scenario == ipv6 || $scenario == nojoin || $scenario == forge ]] &&
       { echo "scenario $scenario is udp only"; exit 2; }
@@ -121,6 +139,18 @@ case $scenario in
       expect "[[ \${n:-0} -gt 0 ]]"
     done
     echo "$rej" ;;
+  rdforge)
+    # Every rank's bytes were checked (PASS above); the attack ran, and every
+    # rank dropped forged frames of the channel by their tag.
+    fl=$(grep '^rdforger:' "$out")
+    captured=$(sed -n 's/.* captured=\([0-9]*\).*/\1/p' <<<"$fl")
+    sent=$(sed -n 's/.* sent=\([0-9]*\).*/\1/p' <<<"$fl")
+    expect '[[ ${captured:-0} -gt 0 && ${sent:-0} -gt 1000 ]]'
+    for ((r = 0; r < ranks; r++)); do
+      n=$(grep "^rank $r dpdk:" "$out" | sed -n 's/.* rd_auth_failed=\([0-9]*\).*/\1/p')
+      expect "[[ \${n:-0} -gt 0 ]] # rank $r: rd_auth_failed=${n:-0}"
+    done
+    echo "$fl" ;;
   decorator)
     rejected=$(num rejected)
     expect '[[ $useful -gt 0 && $repaired -gt 0 && $rejected -gt 0 && $dup_total -gt 0 ]]' ;;
