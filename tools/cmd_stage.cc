@@ -24,6 +24,8 @@ constexpr const char* kUsage =
     "  --preserve            keep mtimes (and directory modes); unchanged then also means same "
     "mtime\n"
     "  --chunk-size 512k     bytes per broadcast (pipelined: read, broadcast, write overlap)\n"
+    "  --no-pack             a broadcast per chunk (default: small files share "
+    "broadcasts)\n"
     "  --progress auto|tty|plain|none   the root's progress line on stderr\n"
     "  --no-auth             unauthenticated frames (CRC32C only); needed without OpenSSL\n"
     "  --transport udp|dpdk|verbs       the multicast backend (+ its knobs, see docs/config.md)\n"
@@ -48,6 +50,7 @@ Result<stage::StageOptions> stage_options(const Args& a, uint32_t rank) {
   o.chunk_size = static_cast<uint32_t>(*chunk);
   o.force = option(a, "force", "") == "1";
   o.preserve = option(a, "preserve", "") == "1";
+  o.pack = option(a, "no-pack", "") != "1";
   o.progress = option(a, "progress", "auto");
   if (o.progress != "auto" && o.progress != "tty" && o.progress != "plain" &&
       o.progress != "none") {
@@ -70,7 +73,7 @@ bool auth_is_default(const Args& a) {
 
 int cmd_stage(int argc, char** argv) {
   auto args = parse_args(argc, argv, {"chunk-size", "progress", "transport", "test-fault"},
-                         {"force", "preserve", "no-auth"});
+                         {"force", "preserve", "no-auth", "no-pack"});
   if (!args) {
     std::fprintf(stderr, "ibbcast stage: %s\n%s", args.status().to_string().c_str(), kUsage);
     return 2;

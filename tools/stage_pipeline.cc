@@ -14,6 +14,7 @@
 #include "core/crc32c.h"
 #include "core/units.h"
 #include "tools/stage_dest.h"
+#include "tools/stage_schedule.h"
 
 namespace ibbcast::tool::stage {
 namespace {
@@ -21,10 +22,10 @@ namespace {
 constexpr std::size_t kInFlight = 2;  // broadcasts posted at once
 constexpr int kBuffers = 6;           // reading, on the wire (2), writing, two spare
 
+// A buffer going round: one broadcast (a batch of pieces) of the schedule.
 struct Chunk {
   std::vector<std::byte> buf;
-  uint32_t file = 0, index = 0, length = 0;
-  uint64_t offset = 0, seq = 0;
+  uint64_t batch = 0;
 };
 
 // A closable blocking queue of chunk buffers; pop returns nullptr once closed.
@@ -60,58 +61,48 @@ class Queue {
   bool closed_ = false;
 };
 
-// Calls f(file, chunk index, offset, length, seq) for every scheduled chunk,
-// in the order every rank broadcasts them.
-template <typename F>
-bool for_each_chunk(const TransferPlan& p, F&& f) {
-  uint64_t seq = 0;
-  for (uint32_t file : p.files) {
-    const uint64_t size = p.manifest->entries[file].size;
-    const uint64_t n = chunk_count(size, p.chunk_size);
-    for (uint64_t k = 0; k < n; ++k) {
-      const uint64_t off = k * p.chunk_size;
-      const auto len = static_cast<uint32_t>(std::min<uint64_t>(p.chunk_size, size - off));
-      if (!f(file, static_cast<uint32_t>(k), off, len, seq++)) return false;
-    }
-  }
-  return true;
-}
-
-// Root: fills buffers from the sources, one file open at a time.
-void read_chunks(const TransferPlan& p, Queue& free_q, Queue& full_q) {
+// Root: fills each batch's buffer from the sources, one file open at a time.
+void read_chunks(const TransferPlan& p, const Schedule& sched, Queue& free_q, Queue& full_q) {
   int fd = -1;
   uint32_t open_file = UINT32_MAX;
-  for_each_chunk(p, [&](uint32_t file, uint32_t k, uint64_t off, uint32_t len, uint64_t seq) {
+  for (uint64_t b = 0; b < sched.batches.size(); ++b) {
     Chunk* c = free_q.pop();
-    if (c == nullptr) return false;
-    if (file != open_file) {
-      if (fd >= 0) ::close(fd);
-      fd = ::open((*p.sources)[file].c_str(), O_RDONLY | O_CLOEXEC);
-      open_file = file;
+    if (c == nullptr) break;
+    const Batch& batch = sched.batches[b];
+    std::byte* at = c->buf.data();
+    for (uint64_t i = batch.first; i < batch.first + batch.count; ++i) {
+      const Piece& pc = sched.pieces[i];
+      if (pc.file != open_file) {
+        if (fd >= 0) ::close(fd);
+        fd = ::open((*p.sources)[pc.file].c_str(), O_RDONLY | O_CLOEXEC);
+        open_file = pc.file;
+      }
+      std::byte* data = at + kChunkHeaderSize;
+      std::size_t got = 0;
+      while (fd >= 0 && got < pc.length) {
+        const ssize_t n =
+            ::pread(fd, data + got, pc.length - got, static_cast<off_t>(pc.offset + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+      }
+      ChunkHeader h{0, pc.file, pc.index, pc.offset, pc.length, 0};
+      // A file that shrank or vanished since the walk: every rank drops it.
+      if (got != pc.length) h.flags = kChunkFlagAbort;
+      h.crc32c = crc32c(data, pc.length);
+      encode_chunk_header(h, std::span<std::byte, kChunkHeaderSize>(at, kChunkHeaderSize));
+      at = data + pc.length;
     }
-    std::byte* data = c->buf.data() + kChunkHeaderSize;
-    std::size_t got = 0;
-    while (fd >= 0 && got < len) {
-      const ssize_t n = ::pread(fd, data + got, len - got, static_cast<off_t>(off + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-    }
-    ChunkHeader h{0, file, k, off, len, 0};
-    // A file that shrank or vanished since the walk: every rank drops it.
-    if (got != len) h.flags = kChunkFlagAbort;
-    h.crc32c = crc32c(data, len);
-    encode_chunk_header(h, std::span<std::byte, kChunkHeaderSize>(c->buf.data(), kChunkHeaderSize));
-    *c = Chunk{std::move(c->buf), file, k, len, off, seq};
+    c->batch = b;
     full_q.push(c);
-    return true;
-  });
+  }
   if (fd >= 0) ::close(fd);
 }
 
-// Every rank: checks each chunk and writes the files this rank needs.
-void write_chunks(const TransferPlan& p, Queue& write_q, Queue& free_q, TransferResult& res,
-                  int64_t rank) {
+// Every rank: checks each piece of each batch and writes the files this rank
+// needs.
+void write_chunks(const TransferPlan& p, const Schedule& sched, Queue& write_q, Queue& free_q,
+                  TransferResult& res, int64_t rank) {
   FileWriter w(p.dest, p.manifest->digest_kind);
   std::vector<bool> failed(p.manifest->entries.size(), false);
   auto fail = [&](uint32_t file, Status st) {
@@ -120,38 +111,45 @@ void write_chunks(const TransferPlan& p, Queue& write_q, Queue& free_q, Transfer
     if (res.status.is_ok()) res.status = std::move(st);
   };
   while (Chunk* c = write_q.pop()) {
-    const Entry& e = p.manifest->entries[c->file];
-    std::byte* data = c->buf.data() + kChunkHeaderSize;
-    if (p.fault.kind == TestFault::Kind::kCorrupt && p.fault.rank == rank &&
-        p.fault.chunk == c->seq && c->length > 0) {
-      data[c->length / 2] ^= std::byte{0x5a};
-    }
-    auto h = decode_chunk_header(std::span<const std::byte>(c->buf.data(), kChunkHeaderSize));
-    const std::string where = e.path + " at offset " + std::to_string(c->offset);
-    if (!p.mine[c->file] || failed[c->file]) {
-      // Not this rank's file, or already failed: the bytes are dropped.
-    } else if (!h) {
-      fail(c->file, make_error(Errc::kCorrupt, where + ": " + h.status().message()));
-    } else if (h->file_index != c->file || h->chunk_index != c->index || h->offset != c->offset ||
-               h->length != c->length) {
-      fail(c->file,
-           make_error(Errc::kCorrupt, where + ": chunk header does not match the schedule"));
-    } else if ((h->flags & kChunkFlagAbort) != 0) {
-      fail(c->file, make_error(Errc::kInvalidArgument, "the root could not read " + e.path +
-                                                           " (changed or removed during the run)"));
-    } else if (crc32c(data, c->length) != h->crc32c) {
-      fail(c->file, make_error(Errc::kCorrupt, "checksum error in " + where + " (chunk CRC32C)"));
-    } else {
-      Status st = c->index == 0 ? w.open(e) : Status::ok();
-      if (st) st = w.write(c->offset, data, c->length);
-      if (st && c->index + 1 == chunk_count(e.size, p.chunk_size)) {
-        st = w.finish(p.preserve);
-        if (st) {
-          ++res.files_written;
-          res.bytes_written += e.size;
-        }
+    const Batch& batch = sched.batches[c->batch];
+    std::byte* at = c->buf.data();
+    for (uint64_t seq = batch.first; seq < batch.first + batch.count; ++seq) {
+      const Piece& pc = sched.pieces[seq];
+      const Entry& e = p.manifest->entries[pc.file];
+      std::byte* data = at + kChunkHeaderSize;
+      const std::span<const std::byte> head(at, kChunkHeaderSize);
+      at = data + pc.length;
+      if (p.fault.kind == TestFault::Kind::kCorrupt && p.fault.rank == rank &&
+          p.fault.chunk == seq && pc.length > 0) {
+        data[pc.length / 2] ^= std::byte{0x5a};
       }
-      if (!st) fail(c->file, st);
+      if (!p.mine[pc.file] || failed[pc.file]) continue;  // not this rank's, or failed: dropped
+      const std::string where = e.path + " at offset " + std::to_string(pc.offset);
+      auto h = decode_chunk_header(head);
+      if (!h) {
+        fail(pc.file, make_error(Errc::kCorrupt, where + ": " + h.status().message()));
+      } else if (h->file_index != pc.file || h->chunk_index != pc.index || h->offset != pc.offset ||
+                 h->length != pc.length) {
+        fail(pc.file,
+             make_error(Errc::kCorrupt, where + ": chunk header does not match the schedule"));
+      } else if ((h->flags & kChunkFlagAbort) != 0) {
+        fail(pc.file,
+             make_error(Errc::kInvalidArgument, "the root could not read " + e.path +
+                                                    " (changed or removed during the run)"));
+      } else if (crc32c(data, pc.length) != h->crc32c) {
+        fail(pc.file, make_error(Errc::kCorrupt, "checksum error in " + where + " (chunk CRC32C)"));
+      } else {
+        Status st = pc.index == 0 ? w.open(e) : Status::ok();
+        if (st) st = w.write(pc.offset, data, pc.length);
+        if (st && pc.index + 1 == chunk_count(e.size, p.chunk_size)) {
+          st = w.finish(p.preserve);
+          if (st) {
+            ++res.files_written;
+            res.bytes_written += e.size;
+          }
+        }
+        if (!st) fail(pc.file, st);
+      }
     }
     free_q.push(c);
   }
@@ -187,18 +185,19 @@ TransferResult transfer(Group& group, const TransferPlan& plan,
                         const std::function<void(uint64_t)>& progress) {
   TransferResult res;
   const bool root = group.rank() == 0;
+  const Schedule sched = make_schedule(*plan.manifest, plan.files, plan.chunk_size, plan.pack);
   std::vector<Chunk> pool(kBuffers);
   Queue free_q, full_q, write_q;
   for (Chunk& c : pool) {
-    c.buf.resize(kChunkHeaderSize + plan.chunk_size);
+    c.buf.resize(batch_capacity(plan.chunk_size));
     free_q.push(&c);
   }
   std::thread reader;
-  if (root) reader = std::thread([&] { read_chunks(plan, free_q, full_q); });
-  std::thread writer([&] { write_chunks(plan, write_q, free_q, res, group.rank()); });
+  if (root) reader = std::thread([&] { read_chunks(plan, sched, free_q, full_q); });
+  std::thread writer([&] { write_chunks(plan, sched, write_q, free_q, res, group.rank()); });
   const auto me = static_cast<int64_t>(group.rank());
   Status group_status;
-  // Two broadcasts in flight: stage 2 of chunk k overlaps stage 1 of k+1.
+  // Two broadcasts in flight: stage 2 of batch k overlaps stage 1 of k+1.
   std::deque<std::pair<Chunk*, uint64_t>> inflight;
   auto complete_oldest = [&]() -> bool {
     auto [c, req] = inflight.front();
@@ -208,30 +207,32 @@ TransferResult transfer(Group& group, const TransferPlan& plan,
       free_q.push(c);
       return false;
     }
-    if (plan.fault.kind == TestFault::Kind::kKill && plan.fault.chunk == c->seq &&
-        (plan.fault.rank < 0 || plan.fault.rank == me)) {
+    const Batch& b = sched.batches[c->batch];
+    if (plan.fault.kind == TestFault::Kind::kKill && plan.fault.chunk >= b.first &&
+        plan.fault.chunk < b.first + b.count && (plan.fault.rank < 0 || plan.fault.rank == me)) {
       std::raise(SIGKILL);
     }
-    res.bytes_broadcast += c->length;
+    res.bytes_broadcast += b.bytes - b.count * kChunkHeaderSize;
+    ++res.broadcasts;
     write_q.push(c);
     progress(res.bytes_broadcast);
     return true;
   };
-  bool ok = for_each_chunk(
-      plan, [&](uint32_t file, uint32_t k, uint64_t off, uint32_t len, uint64_t seq) {
-        Chunk* c = root ? full_q.pop() : free_q.pop();
-        if (c == nullptr) return false;
-        if (!root) *c = Chunk{std::move(c->buf), file, k, len, off, seq};
-        auto req = group.ibcast(0, c->buf.data(), kChunkHeaderSize + len);
-        if (!req) {
-          group_status = req.status();
-          free_q.push(c);
-          return false;
-        }
-        inflight.emplace_back(c, *req);
-        return inflight.size() < kInFlight || complete_oldest();
-      });
-  while (ok && !inflight.empty())
+  bool ok = true;
+  for (uint64_t k = 0; ok && k < sched.batches.size(); ++k) {
+    Chunk* c = root ? full_q.pop() : free_q.pop();
+    if (c == nullptr) break;
+    c->batch = k;
+    auto req = group.ibcast(0, c->buf.data(), sched.batches[k].bytes);
+    if (!req) {
+      group_status = req.status();
+      free_q.push(c);
+      break;
+    }
+    inflight.emplace_back(c, *req);
+    ok = inflight.size() < kInFlight || complete_oldest();
+  }
+  while (ok && group_status && !inflight.empty())
     ok = complete_oldest();
   // After a failure the group is broken; the engine must let go of every
   // buffer still posted before the pool is freed.

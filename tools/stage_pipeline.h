@@ -1,6 +1,6 @@
 #pragma once
 // The data phase of `ibbcast stage` (step 4 of tools/stage_protocol.h): one
-// broadcast per chunk of every scheduled file, pipelined over three threads
+// broadcast per batch of pieces (tools/stage_schedule.h), pipelined over three threads
 // per rank so that disk and network overlap:
 //
 //   root:   reader thread --full--> main (bcast) --written--> writer thread
@@ -23,9 +23,10 @@
 namespace ibbcast::tool::stage {
 
 /// Test-only faults (--test-fault): `corrupt:RANK:CHUNK` flips a byte of the
-/// CHUNK-th broadcast (counting from 0 over the run) as received on RANK,
-/// before its check; `kill:RANK|all:CHUNK` SIGKILLs RANK (or every rank)
-/// right after that broadcast, like a crashed node or a killed job.
+/// CHUNK-th piece (a file's chunk, counting from 0 over the run's schedule)
+/// as received on RANK, before its check; `kill:RANK|all:CHUNK` SIGKILLs RANK
+/// (or every rank) right after the broadcast that carried that piece, like a
+/// crashed node or a killed job.
 struct TestFault {
   enum class Kind { kNone, kCorrupt, kKill } kind = Kind::kNone;
   int64_t rank = -1;  ///< -1: every rank
@@ -41,6 +42,7 @@ struct TransferPlan {
   std::string dest;
   uint32_t chunk_size = 0;
   bool preserve = false;
+  bool pack = true;  ///< small files share broadcasts (tools/stage_schedule.h)
   TestFault fault;
 };
 
@@ -50,6 +52,7 @@ struct TransferResult {
   uint64_t files_written = 0;
   uint64_t bytes_written = 0;
   uint64_t bytes_broadcast = 0;
+  uint64_t broadcasts = 0;  ///< data broadcasts completed (packing makes them fewer than pieces)
 };
 
 /// Runs every scheduled broadcast (collective: same plan.files everywhere).

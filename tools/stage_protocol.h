@@ -25,12 +25,14 @@
 //     record plus a bitmap of needed files. Any failed rank ends the run on
 //     every rank (named, with its reason) before data moves; otherwise a file
 //     is sent when any rank needs it, so the schedule is the same everywhere.
-//  4. Data: per sent file, ceil(size / chunk) broadcasts (one for an empty
-//     file) of a ChunkHeader followed by the chunk's bytes. The header's
-//     crc32c is checked on every rank before pwrite; the whole-file digest
-//     after the last chunk. The root's reader thread reads chunk k+1 while
-//     chunk k is broadcast; every rank's writer thread pwrites chunk k while
-//     k+1 arrives (tools/stage_pipeline.h). A rank that does not need a file
+//  4. Data: every sent file is cut into ceil(size / chunk) pieces (one for
+//     an empty file), each a ChunkHeader followed by its bytes; consecutive
+//     pieces share a broadcast while they fit in one chunk
+//     (tools/stage_schedule.h), so small files do not cost a broadcast each.
+//     The header's crc32c is checked on every rank before pwrite; the
+//     whole-file digest after the last piece. The root's reader thread fills
+//     broadcast k+1 while k is on the wire; every rank's writer thread
+//     pwrites broadcast k's pieces while k+1 arrives (tools/stage_pipeline.h). A rank that does not need a file
 //     still takes part in its broadcasts and drops the bytes.
 //  5. Verdict (one bootstrap allgather of fixed per-rank reports): every rank
 //     learns every rank's result, prints the failed ones, and exits non-zero
@@ -117,6 +119,7 @@ bool safe_relative_path(const std::string& p);
 struct Start {
   bool force = false;
   bool preserve = false;
+  bool pack = true;  ///< small files share broadcasts (wire: flag 4 = not packed)
   uint32_t chunk_size = 0;
   uint64_t manifest_len = 0;
   uint32_t entries = 0;     ///< manifest entries (sizes the agreement's bitmap)

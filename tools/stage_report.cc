@@ -51,10 +51,13 @@ int report_failures(const char* phase, const std::vector<RankRecord>& all) {
 }
 
 void print_summary(const std::vector<RankRecord>& all, uint64_t files, uint64_t bytes,
-                   uint64_t files_sent, const char* digest) {
-  std::printf("ibbcast stage: %zu ranks, %llu files (%.1f MiB), %llu sent, digest %s\n", all.size(),
-              static_cast<unsigned long long>(files), mib(bytes),
-              static_cast<unsigned long long>(files_sent), digest);
+                   uint64_t files_sent, uint64_t broadcasts, const char* digest) {
+  std::printf(
+      "ibbcast stage: %zu ranks, %llu files (%.1f MiB), %llu sent in %llu broadcasts, "
+      "digest %s\n",
+      all.size(), static_cast<unsigned long long>(files), mib(bytes),
+      static_cast<unsigned long long>(files_sent), static_cast<unsigned long long>(broadcasts),
+      digest);
   std::printf("%4s %8s %8s %12s %9s %9s %9s %9s %s\n", "rank", "written", "skipped", "bytes",
               "seconds", "MB/s", "mc_useful", "repaired", "result");
   int bad = 0;

@@ -35,7 +35,7 @@ int report_failures(const char* phase, const std::vector<RankRecord>& all);
 
 /// The summary table of step 5 (rank 0, stdout).
 void print_summary(const std::vector<RankRecord>& all, uint64_t files, uint64_t bytes,
-                   uint64_t files_sent, const char* digest);
+                   uint64_t files_sent, uint64_t broadcasts, const char* digest);
 
 /// The root's live line (a TTY: one line rewritten in place; else a plain
 /// line every few seconds).

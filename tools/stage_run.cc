@@ -27,6 +27,7 @@ Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree,
     start.chunk_size = opt.chunk_size;
     start.force = opt.force;
     start.preserve = opt.preserve;
+    start.pack = opt.pack;
     if (walked) {
       tree = std::move(*walked);
       bytes = encode_manifest(tree.manifest);
@@ -119,6 +120,7 @@ int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   plan.dest = opt.dest;
   plan.chunk_size = start.chunk_size;
   plan.preserve = start.preserve;
+  plan.pack = start.pack;
   plan.fault = opt.fault;
   plan.mine = need;
   uint64_t send_bytes = 0;
@@ -160,7 +162,8 @@ int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   for (const Entry& e : m.entries)
     nfiles += e.kind == EntryKind::kFile ? 1 : 0;
   if (me == 0)
-    print_summary(all, nfiles, tree.total_bytes, plan.files.size(), digest_name(m.digest_kind));
+    print_summary(all, nfiles, tree.total_bytes, plan.files.size(), res.broadcasts,
+                  digest_name(m.digest_kind));
   return report_failures("transfer", all) > 0 ? 1 : 0;
 }
 

@@ -15,6 +15,7 @@ struct StageOptions {
   std::string dest;                  ///< this rank's DEST ({rank} already replaced)
   uint32_t chunk_size = 512u << 10;
   bool force = false, preserve = false;
+  bool pack = true;  ///< the root's choice travels in the start block
   std::string progress = "auto";
   TestFault fault;
 };

@@ -6,7 +6,8 @@
 # with the source (diff -r, symlinks as links); no partial file may be left.
 # Usage: stage_tree.sh IBBCAST SCENARIO [RANKS]
 #   tree       stage; rerun (every rank skips every file, mtimes unchanged);
-#              change one file's bytes (same size): only it is rewritten; --force;
+#              change one file's bytes (same size): only it is rewritten; --force
+#              --no-pack (a broadcast per chunk; packed runs take fewer than files);
 #              --preserve (mtimes and modes kept on every rank), again (all skipped)
 #   loss30     30 % multicast loss on every bridge port: byte-exact, repairs seen
 #   interrupt  every rank SIGKILLed mid-way through the large file: final names
@@ -93,12 +94,17 @@ every_rank_says() {
     lines $r stderr | grep -q 'exit status 1' || fail "rank $r: no 'exit status 1'"
   done
 }
+# data broadcasts of the last run (rank 0's summary line)
+broadcasts() { lines 0 stdout | sed -n 's/.* sent in \([0-9]*\) broadcasts.*/\1/p'; }
 args="'$src' '$dest/rank{rank}'"
 
 case $scenario in
   tree)
     stage true "" "$args"
     all_ok "$nfiles" 0
+    # The small files travel packed, many to a broadcast.
+    packed=$(broadcasts)
+    [[ -n $packed && $packed -lt $small ]] || fail "$nfiles files in '$packed' broadcasts: not packed"
     find "$dest" -type f -printf '%p %T@\n' | sort >"$work/m1"
     stage true "" "$args"
     all_ok 0 "$nfiles"
@@ -109,8 +115,11 @@ case $scenario in
     head -c "$size" /dev/urandom >"$src/d3/f3"
     stage true "" "$args"
     all_ok 1 $((nfiles - 1))
-    stage true "" "--force $args"
+    # --no-pack: a broadcast per chunk, the same bytes everywhere.
+    stage true "" "--force --no-pack $args"
     all_ok "$nfiles" 0
+    [[ $(broadcasts) -gt $((nfiles - 1)) ]] || fail "--no-pack: $(broadcasts) broadcasts for $nfiles files"
+    echo "broadcasts: packed $packed, --no-pack $(broadcasts)"
     # --preserve: the staged copies' mtimes differ, so all are rewritten, with
     # the source's mtime and mode; a second --preserve run skips all.
     chmod 0640 "$src/d2/f2"
