@@ -32,8 +32,8 @@
 //     The header's crc32c is checked on every rank before pwrite; the
 //     whole-file digest after the last piece. The root's reader thread fills
 //     broadcast k+1 while k is on the wire; every rank's writer thread
-//     pwrites broadcast k's pieces while k+1 arrives (tools/stage_pipeline.h). A rank that does not need a file
-//     still takes part in its broadcasts and drops the bytes.
+//     pwrites broadcast k's pieces while k+1 arrives (tools/stage_pipeline.h). A rank that does not
+//     need a file still takes part in its broadcasts and drops the bytes.
 //  5. Verdict (one bootstrap allgather of fixed per-rank reports): every rank
 //     learns every rank's result, prints the failed ones, and exits non-zero
 //     if any failed; rank 0 prints the summary table.
