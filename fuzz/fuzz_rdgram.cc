@@ -20,6 +20,12 @@
 // fuzzer's choosing, or be genuine datagrams with one byte altered. The same
 // invariants hold, and every injected datagram is dropped and counted
 // (malformed, foreign or auth_failed): none changes any state.
+//
+// The harness's types are in fuzz_rdgram.h; the foreign datagrams it injects
+// (raw, well-formed, forged or altered) and the check that each was dropped
+// and counted, in fuzz_rdgram_inject.cc.
+
+#include "fuzz/fuzz_rdgram.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -31,20 +37,8 @@
 #include "core/rdgram.h"
 #include "fuzz/fuzz_input.h"
 
+namespace ibbcast::fuzz::rdgram {
 namespace {
-
-using namespace ibbcast;
-using fuzz::check;
-using Bytes = std::vector<std::byte>;
-
-constexpr uint32_t kChannel = 0x1bbc5d01;
-constexpr uint32_t kPhantom = 2;  // a member that never answers
-
-struct Wire {
-  std::deque<Bytes> in_flight[2];  // sent by rank r, not yet in the inbox of 1 - r
-  std::deque<Bytes> inbox[2];
-  uint32_t max = 0;
-};
 
 class FuzzLink final : public DatagramLink {
  public:
@@ -84,175 +78,102 @@ Bytes message_bytes(uint32_t from, uint64_t index, std::size_t size) {
   return m;
 }
 
-struct Side {
-  std::unique_ptr<DatagramP2p> ch;
-  std::deque<Bytes> expected;  // sent to this side, not yet delivered (from the other)
-  std::deque<Bytes> to_self;   // sent to itself
-  uint64_t sent = 0;
-  bool peer_failed = false;
-};
-
-struct Harness {
-  Wire wire;
-  Nanos now{0};
-  Side side[2];
-  bool keyed = false;
-  uint64_t injected = 0;
-
-  Harness(uint32_t max, uint32_t window, uint32_t max_queued, bool with_key) : keyed(with_key) {
-    wire.max = max;
-    std::shared_ptr<Gmac> gmac;
-    if (keyed) {
-      AuthKey key{};
-      key[5] = std::byte{0x9b};
-      auto g = rdgram_gmac(key, kChannel);
-      check(g.is_ok());
-      gmac = *g;
-    }
-    for (uint32_t r = 0; r < 2; ++r) {
-      RdgramConfig rc;
-      rc.rank = r;
-      rc.size = 3;
-      rc.channel = kChannel;
-      rc.window = window;
-      rc.max_queued = max_queued;
-      rc.auth = gmac;
-      side[r].ch = std::make_unique<DatagramP2p>(std::make_unique<FuzzLink>(&wire, r), rc,
-                                                 [this] { return now; });
-    }
-  }
-
-  void poll(uint32_t r) {
-    Side& s = side[r];
-    P2pEvent ev[8];
-    for (std::size_t n; (n = s.ch->poll(ev)) != 0;) {
-      for (std::size_t i = 0; i < n; ++i) {
-        const P2pEvent& e = ev[i];
-        check(e.peer < 3);
-        if (e.kind == P2pEvent::Kind::kPeerFailed) {
-          check(!e.reason.empty() && e.peer != r);
-          if (e.peer == 1 - r) side[1 - r].peer_failed = s.peer_failed = true;
-          continue;
-        }
-        check(e.kind == P2pEvent::Kind::kMessage);
-        if (e.peer != kPhantom) {
-          // Ranks 0 and 1 are honest: their messages come in order and intact.
-          auto& q = e.peer == r ? s.to_self : s.expected;
-          check(!q.empty());
-          check(std::ranges::equal(e.message.bytes, q.front()));
-          q.pop_front();
-        }
-        s.ch->release(e.message);
-      }
-    }
-  }
-
-  void send(uint32_t r, uint32_t to, std::size_t size) {
-    Side& s = side[r];
-    Bytes m = message_bytes(r, s.sent++, size);
-    Gather g{{m, {}, {}}};
-    auto st = s.ch->send(to, g, 0);
-    if (!st) {
-      check(st.status().code() == Errc::kAgain || st.status().code() == Errc::kPeerFailed);
-      return;
-    }
-    if (to == r) side[r].to_self.push_back(std::move(m));
-    if (to == 1 - r) side[to].expected.push_back(std::move(m));
-  }
-
-  // A foreign datagram for rank r. Without a key it may claim any sender
-  // except the other honest rank on this channel: forging that is what
-  // auth=on is for, and outside the model without it.
-  void inject(uint32_t r, Bytes b) {
-    ++injected;
-    if (!keyed && b.size() >= 16) {
-      const uint32_t from = fuzz::get_le<uint32_t>(&b[4]);
-      const uint32_t channel = fuzz::get_le<uint32_t>(&b[12]);
-      if (channel == kChannel && from == 1 - r) fuzz::put_le<uint32_t>(&b[4], kPhantom);
-    }
-    wire.inbox[r].push_back(std::move(b));
-  }
-
-  // A well-formed segment header for rank r (magic 0x5D, type, flags, 0, from,
-  // to, channel, seq, sack), so mutations reach past the decoder's checks.
-  void inject_segment(uint32_t r, fuzz::Input& in) {
-    Bytes b(32);
-    b[0] = std::byte{0x5D};
-    b[1] = std::byte(static_cast<uint8_t>(1 + in.take<uint8_t>() % 3));
-    b[2] = std::byte(static_cast<uint8_t>(in.take<uint8_t>() % 2));
-    const uint8_t who = in.take<uint8_t>();
-    fuzz::put_le<uint32_t>(&b[4], who % 4 == 0 ? in.take<uint32_t>() : kPhantom);
-    fuzz::put_le<uint32_t>(&b[8], who % 8 == 1 ? 1 - r : r);
-    fuzz::put_le<uint32_t>(&b[12], who % 16 == 2 ? kChannel + 1 : kChannel);
-    fuzz::put_le<uint64_t>(&b[16],
-                           in.take<uint8_t>() % 2 ? in.take<uint64_t>() : in.take<uint8_t>());
-    fuzz::put_le<uint64_t>(&b[24], b[1] == std::byte{2} ? in.take<uint64_t>() : 0);
-    if (keyed && in.take<uint8_t>() % 2) {  // tagged: a counter and a tag of its own
-      fuzz::put_le<uint32_t>(&b[4], in.take<uint8_t>() % 3);  // even an honest rank
-      b[3] = std::byte{1};
-      const Bytes trailer = in.bytes(24);
-      b.insert(b.end(), trailer.begin(), trailer.end());
-      b.resize(56);
-    }
-    const Bytes data = in.bytes(in.take<uint8_t>() % 64);
-    b.insert(b.end(), data.begin(), data.end());
-    inject(r, std::move(b));
-  }
-
-  // Keyed: the oldest datagram rank r sent, one byte altered, to its peer.
-  void tamper(uint32_t r, fuzz::Input& in) {
-    auto& q = wire.in_flight[r];
-    if (!keyed || q.empty()) return;
-    Bytes b = q.front();
-    const std::size_t at = in.take<uint16_t>() % b.size();
-    b[at] ^= std::byte(static_cast<uint8_t>(1 + in.take<uint8_t>() % 255));
-    inject(1 - r, std::move(b));
-  }
-
-  // Keyed: every injected datagram was dropped and counted, none accepted.
-  void check_drops() {
-    for (int i = 0; i < 64 && !(wire.inbox[0].empty() && wire.inbox[1].empty()); ++i) {
-      poll(0);
-      poll(1);
-    }
-    if (!keyed) return;
-    uint64_t dropped = 0;
-    for (const Side& s : side) {
-      const RdgramStats& st = s.ch->stats();
-      dropped += st.malformed + st.foreign + st.auth_failed;
-    }
-    check(dropped == injected);
-  }
-
-  // Lossless from here on: everything in flight arrives at once, and the
-  // clock moves only while nothing is in flight (then timers must act).
-  void drain() {
-    for (int round = 0; round < 4000; ++round) {
-      bool moved = false;
-      for (uint32_t r = 0; r < 2; ++r) {
-        auto& q = wire.in_flight[r];
-        moved |= !q.empty();
-        while (!q.empty()) {
-          wire.inbox[1 - r].push_back(std::move(q.front()));
-          q.pop_front();
-        }
-        poll(1 - r);
-      }
-      const bool done = (side[0].expected.empty() || side[0].peer_failed) &&
-                        (side[1].expected.empty() || side[1].peer_failed) &&
-                        wire.in_flight[0].empty() && wire.in_flight[1].empty();
-      if (done) break;
-      if (!moved) now += std::chrono::milliseconds(1);
-    }
-    for (const Side& s : side) {
-      check(s.to_self.empty());
-      check(s.expected.empty() || s.peer_failed);
-    }
-    check_drops();
-  }
-};
-
 }  // namespace
+
+Harness::Harness(uint32_t max, uint32_t window, uint32_t max_queued, bool with_key)
+    : keyed(with_key) {
+  wire.max = max;
+  std::shared_ptr<Gmac> gmac;
+  if (keyed) {
+    AuthKey key{};
+    key[5] = std::byte{0x9b};
+    auto g = rdgram_gmac(key, kChannel);
+    check(g.is_ok());
+    gmac = *g;
+  }
+  for (uint32_t r = 0; r < 2; ++r) {
+    RdgramConfig rc;
+    rc.rank = r;
+    rc.size = 3;
+    rc.channel = kChannel;
+    rc.window = window;
+    rc.max_queued = max_queued;
+    rc.auth = gmac;
+    side[r].ch = std::make_unique<DatagramP2p>(std::make_unique<FuzzLink>(&wire, r), rc,
+                                               [this] { return now; });
+  }
+}
+
+void Harness::poll(uint32_t r) {
+  Side& s = side[r];
+  P2pEvent ev[8];
+  for (std::size_t n; (n = s.ch->poll(ev)) != 0;) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const P2pEvent& e = ev[i];
+      check(e.peer < 3);
+      if (e.kind == P2pEvent::Kind::kPeerFailed) {
+        check(!e.reason.empty() && e.peer != r);
+        if (e.peer == 1 - r) side[1 - r].peer_failed = s.peer_failed = true;
+        continue;
+      }
+      check(e.kind == P2pEvent::Kind::kMessage);
+      if (e.peer != kPhantom) {
+        // Ranks 0 and 1 are honest: their messages come in order and intact.
+        auto& q = e.peer == r ? s.to_self : s.expected;
+        check(!q.empty());
+        check(std::ranges::equal(e.message.bytes, q.front()));
+        q.pop_front();
+      }
+      s.ch->release(e.message);
+    }
+  }
+}
+
+void Harness::send(uint32_t r, uint32_t to, std::size_t size) {
+  Side& s = side[r];
+  Bytes m = message_bytes(r, s.sent++, size);
+  Gather g{{m, {}, {}}};
+  auto st = s.ch->send(to, g, 0);
+  if (!st) {
+    check(st.status().code() == Errc::kAgain || st.status().code() == Errc::kPeerFailed);
+    return;
+  }
+  if (to == r) side[r].to_self.push_back(std::move(m));
+  if (to == 1 - r) side[to].expected.push_back(std::move(m));
+}
+
+// Lossless from here on: everything in flight arrives at once, and the
+// clock moves only while nothing is in flight (then timers must act).
+void Harness::drain() {
+  for (int round = 0; round < 4000; ++round) {
+    bool moved = false;
+    for (uint32_t r = 0; r < 2; ++r) {
+      auto& q = wire.in_flight[r];
+      moved |= !q.empty();
+      while (!q.empty()) {
+        wire.inbox[1 - r].push_back(std::move(q.front()));
+        q.pop_front();
+      }
+      poll(1 - r);
+    }
+    const bool done = (side[0].expected.empty() || side[0].peer_failed) &&
+                      (side[1].expected.empty() || side[1].peer_failed) &&
+                      wire.in_flight[0].empty() && wire.in_flight[1].empty();
+    if (done) break;
+    if (!moved) now += std::chrono::milliseconds(1);
+  }
+  for (const Side& s : side) {
+    check(s.to_self.empty());
+    check(s.expected.empty() || s.peer_failed);
+  }
+  check_drops();
+}
+
+}  // namespace ibbcast::fuzz::rdgram
+
+using namespace ibbcast;
+using fuzz::rdgram::Harness;
+using fuzz::rdgram::kPhantom;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
