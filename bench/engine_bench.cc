@@ -1,5 +1,6 @@
 // Core CPU per fragment of the sans-I/O engine, with no transport: the
-// receiver path (validate, copy into the user buffer, schedule the stage-2
+// receiver path (validate, copy into the user buffer — or find the payload
+// already there with zero-copy receives —, schedule the stage-2
 // forward, hand it out, consume the predecessor's ring copy) and the root
 // path (encode and hand out). Checksums
 // are off here: CRC32C has its own benchmark.
@@ -35,13 +36,15 @@ EngineConfig config(bool checksum) {
 void BM_ReceiverPerFragment(benchmark::State& state) {
   const auto frag = static_cast<uint32_t>(state.range(0));
   const bool checksum = state.range(1) != 0;
+  const bool landed = state.range(2) != 0;
   const auto frames =
       bench::root_frames(config(checksum), ident(0, frag), uint64_t{frag} * kFragments);
-  std::vector<std::byte> dst(uint64_t{frag} * kFragments);
+  // The root's bytes (root_frames sends 7s): where a NIC would have put them.
+  std::vector<std::byte> dst(uint64_t{frag} * kFragments, landed ? std::byte{7} : std::byte{0});
   for (auto _ : state) {
     // A fresh engine per broadcast so the frames' broadcast id matches; its
     // construction is amortised over the 1024 fragments.
-    if (!bench::receive_all(config(checksum), ident(1, frag), frames, dst)) {
+    if (!bench::receive_all(config(checksum), ident(1, frag), frames, dst, landed)) {
       return state.SkipWithError("broadcast did not complete");
     }
   }
@@ -51,9 +54,10 @@ void BM_ReceiverPerFragment(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations()) * kFragments,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
+// landed=1: zero-copy receives (the payload already in place, not copied).
 BENCHMARK(BM_ReceiverPerFragment)
-    ->ArgsProduct({{256, 1024, 4096}, {0, 1}})
-    ->ArgNames({"frag", "crc"});
+    ->ArgsProduct({{256, 1024, 4096}, {0, 1}, {0, 1}})
+    ->ArgNames({"frag", "crc", "landed"});
 
 void BM_RootPerFragment(benchmark::State& state) {
   const auto frag = static_cast<uint32_t>(state.range(0));

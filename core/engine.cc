@@ -121,6 +121,22 @@ void Engine::on_datagram(std::span<const std::byte> bytes, Nanos now) {
   handle(f, false, 0, now);
 }
 
+void Engine::on_datagram_parts(std::span<const std::byte> head, std::span<const std::byte> payload,
+                               std::span<const std::byte> trailer, Nanos now) {
+  ++stats_.datagrams_received;
+  Frame f;
+  Reject why{};
+  if (!decode_frame_parts(head, payload, trailer, &f, &why, id_.auth != nullptr)) {
+    ++stats_.rejected[static_cast<std::size_t>(why)];
+    return;
+  }
+  if ((f.header.flags & kFlagReliable) != 0) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadFlags)];
+    return;
+  }
+  handle(f, false, 0, now);
+}
+
 void Engine::on_message(uint32_t from, std::span<const std::byte> bytes, Nanos now) {
   ++stats_.messages_received;
   Frame f;
@@ -252,12 +268,16 @@ void Engine::deliver(Op& op, const Frame& f, bool reliable, Nanos now) {
     if (reliable) maybe_complete(op, now);
     return;
   }
-  std::memcpy(op.buffer.data() + uint64_t{h.frag_index} * id_.fragment_size, f.payload.data(),
-              f.payload.size());
+  std::byte* place = op.buffer.data() + uint64_t{h.frag_index} * id_.fragment_size;
+  if (f.payload.data() == place) {
+    ++stats_.zero_copy_receives;  // the NIC wrote it there (verified above)
+  } else {
+    std::memcpy(place, f.payload.data(), f.payload.size());
+    ++stats_.copies;
+  }
   op.mark(h.frag_index);
   if (!op.tags.empty()) std::memcpy(op.tags[h.frag_index].data(), f.tag.data(), kAuthTagSize);
   op.last_progress = now;
-  ++stats_.copies;
   stats_.bytes_delivered += f.payload.size();
   if (!reliable) {
     ++stats_.datagrams_useful;

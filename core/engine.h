@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -67,6 +68,10 @@ class Engine {
 
   /// A multicast datagram arrived (any bytes: it is validated here).
   void on_datagram(std::span<const std::byte> bytes, Nanos now);
+  /// A multicast datagram received in three pieces (zero-copy receives: the
+  /// payload may already sit where it belongs, then it is not copied).
+  void on_datagram_parts(std::span<const std::byte> head, std::span<const std::byte> payload,
+                         std::span<const std::byte> trailer, Nanos now);
   /// A reliable message arrived from `from`.
   void on_message(uint32_t from, std::span<const std::byte> bytes, Nanos now);
   /// A send the driver popped with completed=false has finished.
@@ -89,6 +94,17 @@ class Engine {
   Nanos next_deadline() const;
   /// Algorithm the op runs (kAuto for unknown/empty ops).
   Algorithm op_algorithm(uint64_t op) const;
+  /// What a driver needs to let the op's fragments land in place: a pending
+  /// receiver op of a multicast algorithm that owns nothing yet.
+  struct LandingInfo {
+    uint32_t bid = 0;
+    uint32_t frags = 0;
+    uint32_t fragment_size = 0;
+    uint32_t trailer_size = 0;  ///< bytes after a multicast frame's payload
+  };
+  std::optional<LandingInfo> landing_info(uint64_t op) const;
+  /// Ops posted and not yet done (overlapping broadcasts).
+  std::size_t pending_ops() const;
 
   /// ok while the group is usable; kPeerFailed once a peer is known dead.
   const Status& group_status() const { return group_error_; }

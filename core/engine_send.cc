@@ -177,6 +177,21 @@ Algorithm Engine::op_algorithm(uint64_t id) const {
   return op == nullptr || op->frags == 0 ? Algorithm::kAuto : op->algorithm;
 }
 
+std::optional<Engine::LandingInfo> Engine::landing_info(uint64_t id) const {
+  const Op* op = find_op(id);
+  if (op == nullptr || op->done || op->is_root || op->frags == 0 || op->owned_count != 0 ||
+      !op->schedule.uses_multicast()) {
+    return std::nullopt;
+  }
+  const uint32_t trailer = id_.auth ? kAuthTagSize : cfg_.checksum ? kCrcSize : 0;
+  return LandingInfo{op->bid, op->frags, id_.fragment_size, static_cast<uint32_t>(trailer)};
+}
+
+std::size_t Engine::pending_ops() const {
+  return static_cast<std::size_t>(
+      std::count_if(ops_.begin(), ops_.end(), [](const auto& op) { return !op->done; }));
+}
+
 void Engine::release(uint64_t id) {
   auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p->id == id; });
   if (it == ops_.end() || !(*it)->done || (*it)->queued_jobs != 0) return;

@@ -35,20 +35,15 @@ Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
   IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
   auto span = std::span<std::byte>(static_cast<std::byte*>(buffer), n);
   // Registered before the first send: the multicast channel sends from the
-  // buffer. Only the root multicasts a broadcast's fragments.
+  // buffer. Only the root multicasts a broadcast's fragments; a receiver's
+  // buffer is registered for the fragments to land in (land()).
   MemoryRegion region;
   const uint64_t min = transport_->capabilities().zero_copy_min;
-  if (min != 0 && n >= min && mcast_ && root == rank()) {
-    auto r = transport_->register_memory(span);
-    if (r) {
-      region = std::move(*r);
-    } else if (!logged_register_error_) {
-      logged_register_error_ = true;  // copies still work: say it once
-      log_warning("zero-copy registration failed (" + r.status().to_string() +
-                  "); fragments are copied");
-    }
-  }
+  const bool zero_copy = min != 0 && n >= min && mcast_;
+  bool ok = true;
+  if (zero_copy && root == rank()) region = register_buffer(span, &ok);
   auto req = engine_->post(root, span, monotonic_now());
+  if (req && zero_copy && root != rank()) land(*req, span, region);
   if (req && !region.empty()) regions_.emplace(*req, std::move(region));
   return req;
 }
@@ -60,6 +55,7 @@ Result<bool> Group::test(uint64_t request) {
     case OpState::kPending:
       return false;
     case OpState::kDone:
+      if (request == landing_op_) end_landing({});
       engine_->release(request);
       regions_.erase(request);  // waits for the sends that read the buffer
       // This rank may not call again for a long time; forwards handed to the
@@ -67,6 +63,7 @@ Result<bool> Group::test(uint64_t request) {
       p2p_->hand_off();
       return true;
     case OpState::kFailed:
+      if (request == landing_op_) end_landing({});
       engine_->release(request);
       regions_.erase(request);
       p2p_->hand_off();
@@ -139,22 +136,33 @@ bool Group::pump_sends(Nanos now) {
   return did;
 }
 
-bool Group::pump_receives(Nanos now) {
-  bool did = false;
-  if (mcast_) {
-    std::array<RecvView, 32> views;
-    std::size_t n = mcast_->poll(views);
-    for (std::size_t i = 0; i < n; ++i)
-      engine_->on_datagram(views[i].bytes, now);
-    if (n != 0) mcast_->release(std::span(views.data(), n));
-    did |= n != 0;
+bool Group::pump_multicast(Nanos now) {
+  std::array<RecvView, 32> views;
+  std::size_t n = mcast_->poll(views);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (landing_op_ != 0) check_landed(std::span(views.data() + i, n - i));
+    const RecvView& v = views[i];
+    if (v.landed) {
+      engine_->on_datagram_parts(v.bytes, v.payload, v.trailer, now);
+    } else {
+      engine_->on_datagram(v.bytes, now);
+    }
   }
+  if (n != 0) mcast_->release(std::span(views.data(), n));
+  // Every place filled and its datagram used: the zone is over.
+  if (landing_op_ != 0 && mcast_->landed_count() >= landing_frags_) landing_op_ = 0;
+  return n != 0;
+}
+
+bool Group::pump_receives(Nanos now) {
+  bool did = mcast_ && pump_multicast(now);
   std::array<P2pEvent, 32> events;
   std::size_t n = p2p_->poll(events);
   for (std::size_t i = 0; i < n; ++i) {
     P2pEvent& e = events[i];
     switch (e.kind) {
       case P2pEvent::Kind::kMessage:
+        if (landing_op_ != 0) check_message(e.message.bytes, now);
         engine_->on_message(e.peer, e.message.bytes, now);
         p2p_->release(e.message);
         break;

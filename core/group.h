@@ -79,7 +79,14 @@ class Group {
   Group() = default;
   bool pump_sends(Nanos now);
   bool pump_receives(Nanos now);
+  bool pump_multicast(Nanos now);
   void sleep_until_event(Nanos max_wait);
+  // Zero-copy receives (group_landing.cc).
+  MemoryRegion register_buffer(std::span<std::byte> buffer, bool* ok);
+  void land(uint64_t request, std::span<std::byte> buffer, MemoryRegion& region);
+  void check_landed(std::span<RecvView> rest);
+  void check_message(std::span<const std::byte> frame, Nanos now);
+  void end_landing(std::span<RecvView> lent);
 
   Transport* transport_ = nullptr;
   std::unique_ptr<Engine> engine_;
@@ -89,6 +96,11 @@ class Group {
   /// after the channels: released (drained, deregistered) before them.
   std::map<uint64_t, MemoryRegion> regions_;
   bool logged_register_error_ = false;
+  /// The request whose fragments may land in place (McastChannel::land), its
+  /// broadcast id and fragment count; 0: no zone.
+  uint64_t landing_op_ = 0;
+  uint32_t landing_bid_ = 0;
+  uint32_t landing_frags_ = 0;
   std::string fallback_reason_;
   std::optional<Calibration> calibration_;
   std::function<void()> progress_hook_;

@@ -30,6 +30,7 @@ GroupStats& GroupStats::operator+=(const GroupStats& o) {
                               {&early_dropped, &o.early_dropped},
                               {&bytes_delivered, &o.bytes_delivered},
                               {&copies, &o.copies},
+                              {&zero_copy_receives, &o.zero_copy_receives},
                               {&errors, &o.errors}}) {
     *mine += *theirs;
   }
@@ -55,7 +56,8 @@ std::string GroupStats::to_string() const {
     << " duplicate=" << messages_duplicate << " late=" << messages_late
     << " repaired=" << fragments_repaired << "\nearly: buffered=" << early_buffered
     << " dropped=" << early_dropped << "\nbytes_delivered=" << bytes_delivered
-    << " copies=" << copies << " errors=" << errors << '\n';
+    << " copies=" << copies << " zero_copy_receives=" << zero_copy_receives << " errors=" << errors
+    << '\n';
   return o.str();
 }
 

@@ -28,6 +28,7 @@ struct GroupStats {
   uint64_t early_dropped = 0;       ///< multicast frames dropped: early buffer full
   uint64_t bytes_delivered = 0;     ///< payload bytes written into user buffers
   uint64_t copies = 0;              ///< payload copies made (received fragments)
+  uint64_t zero_copy_receives = 0;  ///< fragments the NIC put in place: no copy (verbs)
   uint64_t errors = 0;              ///< broadcasts that ended in an error
 
   uint64_t rejected_total() const;

@@ -40,9 +40,33 @@ struct Capabilities {
 
 /// A received frame: valid until released back to its channel.
 struct RecvView {
-  std::span<const std::byte> bytes;
-  uint32_t from = 0;    ///< sender rank where the transport knows it
-  uint64_t handle = 0;  ///< backend cookie for release
+  std::span<const std::byte> bytes;  ///< the frame; only its head when `landed`
+  uint32_t from = 0;                 ///< sender rank where the transport knows it
+  uint64_t handle = 0;               ///< backend cookie for release
+  /// Received into place `slot` of the landing zone (McastChannel::land):
+  /// the frame is `bytes` (the zone's head_size bytes), then `payload` (in
+  /// the user's buffer) and `trailer`.
+  bool landed = false;
+  uint32_t slot = 0;
+  std::span<const std::byte> payload{}, trailer{};
+};
+
+/// Where a receiver's multicast datagrams may land straight in its buffer
+/// (zero-copy receives). The channel expects the zone's datagrams in order:
+/// the i-th one it receives after land() goes to place first + i — its
+/// head_size bytes to the channel's own memory, its payload (fragment_size
+/// bytes, the last place shorter) to buffer + (first + i) * fragment_size,
+/// its trailer_size bytes back to the channel's memory. The channel does not
+/// know the frames: the driver checks each landed datagram and closes the
+/// zone at the first surprise (lost, reordered, foreign or duplicate
+/// datagrams land in the wrong place).
+struct LandingZone {
+  std::span<std::byte> buffer;
+  uint32_t fragment_size = 0;
+  uint32_t first = 0;
+  uint32_t count = 0;
+  uint32_t head_size = 0;
+  uint32_t trailer_size = 0;
 };
 
 /// Unreliable datagrams to and from one group address.
@@ -60,6 +84,20 @@ class McastChannel {
   /// Without it a sender held back by a slower link slept until the next
   /// receive event or timer — up to 50 ms per refill of the socket buffer.
   virtual int send_wait_fd() const { return -1; }
+
+  /// Zero-copy receives into `zone` (registered through the transport's
+  /// register_memory). false: not supported or not now (then nothing
+  /// changed). Datagrams received before, still queued, come first.
+  virtual bool land(const LandingZone& /*zone*/) { return false; }
+  /// Places of the zone whose datagrams have been handed out by poll(): the
+  /// NIC may still write places [landed_count, count). 0 without a zone.
+  virtual uint32_t landed_count() const { return 0; }
+  /// Ends the zone: when this returns, the NIC writes none of its places
+  /// again. `lent` (views from the last poll, not yet released) are rewritten
+  /// so that none points into the buffer any more; datagrams landed and not
+  /// yet polled come out of later polls the same way. Datagrams in flight may
+  /// be lost (stage 2 repairs them).
+  virtual void close_landing(std::span<RecvView> /*lent*/) {}
 };
 
 /// An event of the reliable channel.

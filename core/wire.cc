@@ -85,15 +85,17 @@ void encode_crc_trailer(std::span<const std::byte, kHeaderSize> header,
   put<uint32_t>(out.data(), frame_crc(header, payload));
 }
 
-bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why, bool keyed) {
-  const std::byte* p = bytes.data();
-  if (bytes.size() < kHeaderSize) return *why = Reject::kTruncated, false;
+namespace {
+
+// Magic, version, flags and the header's fields; lengths are checked by the callers.
+bool decode_header(std::span<const std::byte> head, FrameHeader& h, Reject* why, bool keyed) {
+  const std::byte* p = head.data();
+  if (head.size() < kHeaderSize) return *why = Reject::kTruncated, false;
   if (get<uint16_t>(p) != kWireMagic) return *why = Reject::kBadMagic, false;
   if (get<uint8_t>(p + 2) != kWireVersion || get<uint8_t>(p + 5) != kHeaderSize / 8 ||
       get<uint16_t>(p + 6) != 0) {
     return *why = Reject::kBadVersion, false;
   }
-  FrameHeader& h = out->header;
   h.flags = get<uint8_t>(p + 3);
   // An auth tag we have no key for is as bad as an unknown flag: never accept
   // unauthenticated bytes that claim to be authenticated.
@@ -110,15 +112,16 @@ bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why, boo
   h.total_len = get<uint64_t>(p + 32);
   h.fragment_size = get<uint32_t>(p + 40);
   h.payload_len = get<uint32_t>(p + 44);
+  return true;
+}
 
-  const std::size_t crc = (h.flags & kFlagCrc) ? kCrcSize : 0;
-  const std::size_t trailer = crc + ((h.flags & kFlagAuthTag) ? kAuthTagSize : 0);
-  if (bytes.size() < kHeaderSize + trailer ||
-      bytes.size() - kHeaderSize - trailer != h.payload_len) {
-    return *why = (bytes.size() < kHeaderSize + trailer + h.payload_len ? Reject::kTruncated
-                                                                        : Reject::kBadLength),
-           false;
-  }
+std::size_t trailer_size(const FrameHeader& h) {
+  return ((h.flags & kFlagCrc) ? kCrcSize : 0) + ((h.flags & kFlagAuthTag) ? kAuthTagSize : 0);
+}
+
+// Fragment arithmetic and the CRC, once payload and trailer are known.
+bool check_body(Frame* out, std::span<const std::byte> trailer, Reject* why) {
+  const FrameHeader& h = out->header;
   if (h.fragment_size < 256 || h.fragment_size > 65000 || h.total_len == 0 ||
       h.total_len > kMaxMessageSize ||
       h.frag_count != fragment_count(h.total_len, h.fragment_size) ||
@@ -128,15 +131,51 @@ bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why, boo
   if (h.payload_len != fragment_length(h.total_len, h.fragment_size, h.frag_index)) {
     return *why = Reject::kBadLength, false;
   }
-  out->payload = bytes.subspan(kHeaderSize, h.payload_len);
-  out->raw_header = bytes.first(kHeaderSize);
-  out->tag = bytes.subspan(kHeaderSize + h.payload_len + crc, trailer - crc);
+  const std::size_t crc = (h.flags & kFlagCrc) ? kCrcSize : 0;
+  out->tag = trailer.subspan(crc);
   if (crc != 0) {
-    uint32_t want = get<uint32_t>(p + kHeaderSize + h.payload_len);
-    if (frame_crc(bytes.first<kHeaderSize>(), out->payload) != want) {
+    const uint32_t want = get<uint32_t>(trailer.data());
+    if (frame_crc(out->raw_header.first<kHeaderSize>(), out->payload) != want) {
       return *why = Reject::kBadChecksum, false;
     }
   }
+  return true;
+}
+
+}  // namespace
+
+bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why, bool keyed) {
+  FrameHeader& h = out->header;
+  if (!decode_header(bytes, h, why, keyed)) return false;
+  const std::size_t trailer = trailer_size(h);
+  if (bytes.size() < kHeaderSize + trailer ||
+      bytes.size() - kHeaderSize - trailer != h.payload_len) {
+    return *why = (bytes.size() < kHeaderSize + trailer + h.payload_len ? Reject::kTruncated
+                                                                        : Reject::kBadLength),
+           false;
+  }
+  out->payload = bytes.subspan(kHeaderSize, h.payload_len);
+  out->raw_header = bytes.first(kHeaderSize);
+  return check_body(out, bytes.subspan(kHeaderSize + h.payload_len), why);
+}
+
+bool decode_frame_parts(std::span<const std::byte> head, std::span<const std::byte> payload,
+                        std::span<const std::byte> trailer, Frame* out, Reject* why, bool keyed) {
+  FrameHeader& h = out->header;
+  if (!decode_header(head, h, why, keyed)) return false;
+  if (head.size() != kHeaderSize || payload.size() != h.payload_len ||
+      trailer.size() != trailer_size(h)) {
+    return *why = Reject::kBadLength, false;
+  }
+  out->payload = payload;
+  out->raw_header = head;
+  return check_body(out, trailer, why);
+}
+
+bool peek_fragment(std::span<const std::byte> head, uint32_t* bid, uint32_t* frag) {
+  if (head.size() < kHeaderSize || get<uint16_t>(head.data()) != kWireMagic) return false;
+  *bid = get<uint32_t>(head.data() + 16);
+  *frag = get<uint32_t>(head.data() + 24);
   return true;
 }
 

@@ -104,6 +104,15 @@ struct Frame {
 /// the caller, who knows the nonce); otherwise a tag is an unknown flag.
 /// Never reads outside `bytes`.
 bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why, bool keyed = false);
+/// The same checks for a frame received in three pieces (a zero-copy receive
+/// puts the payload straight in the user's buffer): each piece must have
+/// exactly the size the header implies.
+bool decode_frame_parts(std::span<const std::byte> head, std::span<const std::byte> payload,
+                        std::span<const std::byte> trailer, Frame* out, Reject* why,
+                        bool keyed = false);
+/// The broadcast id and fragment index a frame claims, unchecked: enough for
+/// a driver to see where it would go, never to trust it.
+bool peek_fragment(std::span<const std::byte> head, uint32_t* bid, uint32_t* frag);
 
 /// serial-number comparison (RFC 1982) of 32-bit broadcast ids: a before b.
 inline bool bid_before(uint32_t a, uint32_t b) {

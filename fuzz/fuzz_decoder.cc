@@ -1,6 +1,8 @@
 // libFuzzer target for the datagram decoder: decode_frame must never read outside its input,
 // and whatever it accepts must be self-consistent and re-encode to the same header bytes.
 //
+// Each input is also decoded in three pieces, as a zero-copy receive delivers
+// it, which must agree with the contiguous decoder.
 // Each input is decoded three ways: as is; as a "repaired" copy whose constant header bytes
 // (magic, version, header words, reserved) and CRC trailer are made valid; and as a frame that
 // is built valid from parameters taken from the input, then has one byte changed. Random bytes
@@ -47,8 +49,31 @@ void keyed_check(std::span<const std::byte> in) {
   check(in.size() == kHeaderSize + h.payload_len + crc + kAuthTagSize);
 }
 
+// Zero-copy receives hand the decoder three pieces. Split where the header
+// says (the in-place case) it must agree with the contiguous decoder, and an
+// accepted payload is the piece itself.
+void parts_check(std::span<const std::byte> in) {
+  Frame whole, parts;
+  Reject why = Reject::kTooEarly;
+  const bool whole_ok = decode_frame(in, &whole, &why);
+  if (in.size() < kHeaderSize) {
+    check(!decode_frame_parts(in, {}, {}, &parts, &why));
+    return;
+  }
+  uint32_t claimed = 0;
+  for (std::size_t i = 0; i < 4; ++i)
+    claimed |= std::to_integer<uint32_t>(in[44 + i]) << (8 * i);
+  const std::size_t p = std::min<std::size_t>(claimed, in.size() - kHeaderSize);
+  const auto body = in.subspan(kHeaderSize, p);
+  const bool ok =
+      decode_frame_parts(in.first(kHeaderSize), body, in.subspan(kHeaderSize + p), &parts, &why);
+  check(ok == whole_ok);
+  if (ok) check(parts.payload.data() == body.data() && parts.payload.size() == body.size());
+}
+
 void decode_and_check(std::span<const std::byte> in) {
   keyed_check(in);
+  parts_check(in);
   const std::byte* data = in.data();
   const std::size_t size = in.size();
   Frame frame;

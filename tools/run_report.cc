@@ -14,6 +14,8 @@ void fill_stats(RankReport& r, const GroupStats& s) {
   r.reasons = s.rejected;
   r.repaired = s.fragments_repaired;
   r.messages_late = s.messages_late;
+  r.copies = s.copies;
+  r.zero_copy_receives = s.zero_copy_receives;
 }
 
 void fill_counters(RankReport& r, const Transport& t) {
@@ -75,6 +77,13 @@ void print_reports(const Args& args, const std::vector<RankReport>& all) {
     }
   }
   if (!reasons.empty()) std::printf("rejected:%s\n", reasons.c_str());
+  // Copies per received fragment: 0 where the NIC put them in place.
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r].copies + all[r].zero_copy_receives == 0) continue;
+    std::printf("rank %zu receives: copies=%llu zero_copy=%llu\n", r,
+                static_cast<unsigned long long>(all[r].copies),
+                static_cast<unsigned long long>(all[r].zero_copy_receives));
+  }
   for (std::size_t r = 0; r < all.size(); ++r) {
     if (all[r].counters[0] != '\0')
       std::printf("rank %zu %s: %s\n", r, transport.c_str(), all[r].counters);

@@ -21,9 +21,10 @@ struct RankReport {
   uint64_t datagrams_sent = 0, datagrams_received = 0, datagrams_useful = 0;
   uint64_t datagrams_duplicate = 0, rejected = 0, repaired = 0, messages_late = 0;
   uint64_t foreign = 0;                          ///< datagrams of another group on the same address
+  uint64_t copies = 0, zero_copy_receives = 0;   ///< received fragments copied / put in place
   std::array<uint64_t, kRejectCount> reasons{};  ///< rejected frames by reason
   char error[160] = {};
-  char counters[240] = {};  ///< the transport's counters, "name=value ..." (nonzero ones)
+  char counters[400] = {};  ///< the transport's counters, "name=value ..." (nonzero ones)
 };
 
 void fill_stats(RankReport& r, const GroupStats& s);

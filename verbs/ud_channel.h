@@ -29,6 +29,9 @@ class UdChannel final : public McastChannel {
   Status arm() { return queue_->arm(); }
   const UdCounters& counters() const { return queue_->counters(); }
   Status drain_zero_copy() { return queue_->drain_zero_copy(); }
+  bool land(const LandingZone& zone) override { return queue_->land(zone); }
+  uint32_t landed_count() const override { return queue_->landed_count(); }
+  void close_landing(std::span<RecvView> lent) override { queue_->close_landing(lent); }
 
  private:
   UdChannel() = default;

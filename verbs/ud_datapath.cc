@@ -13,23 +13,40 @@ namespace ibbcast::verbs {
 Status UdQueue::post_receives(const uint64_t* slots, std::size_t n) {
   constexpr std::size_t kBatch = 32;
   ibv_recv_wr wrs[kBatch];
-  ibv_sge sges[kBatch][2];
+  ibv_sge sges[kBatch][4];
   for (std::size_t done = 0; done < n;) {
     const std::size_t k = std::min(kBatch, n - done);
     for (std::size_t i = 0; i < k; ++i) {
       const uint64_t s = slots[done + i];
-      sges[i][0] = {reinterpret_cast<uintptr_t>(grh(s)), kGrh, mr_->lkey};
-      sges[i][1] = {reinterpret_cast<uintptr_t>(payload(s)), mtu_, mr_->lkey};
       wrs[i] = {};
       wrs[i].wr_id = s;
       wrs[i].sg_list = sges[i];
-      wrs[i].num_sge = 2;
+      sges[i][0] = {reinterpret_cast<uintptr_t>(grh(s)), kGrh, mr_->lkey};
+      if (zone_open_ && zone_posted_ < zone_.count) {
+        // The zone's next place: the head to the slot, the payload to the
+        // user's buffer, the trailer (or anything longer) after the head in
+        // the slot, where a copy of the payload would make the frame whole.
+        const uint32_t p = zone_.first + zone_posted_++;
+        const std::span<std::byte> to = place(p);
+        const auto len = static_cast<uint32_t>(to.size());
+        slot_place_[s] = p;
+        sges[i][1] = {reinterpret_cast<uintptr_t>(payload(s)), zone_.head_size, mr_->lkey};
+        sges[i][2] = {reinterpret_cast<uintptr_t>(to.data()), len, zone_lkey_};
+        sges[i][3] = {reinterpret_cast<uintptr_t>(payload(s) + zone_.head_size + len),
+                      mtu_ - zone_.head_size - len, mr_->lkey};
+        wrs[i].num_sge = sges[i][3].length != 0 ? 4 : 3;
+      } else {
+        slot_place_[s] = -1;
+        sges[i][1] = {reinterpret_cast<uintptr_t>(payload(s)), mtu_, mr_->lkey};
+        wrs[i].num_sge = 2;
+      }
       wrs[i].next = i + 1 < k ? &wrs[i + 1] : nullptr;
     }
     ibv_recv_wr* bad = nullptr;
     if (ibv_post_recv(qp_, wrs, &bad) != 0) {
       return make_error(Errc::kDeviceLost, std::string("ibv_post_recv: ") + std::strerror(errno));
     }
+    rq_posted_ += k;
     done += k;
   }
   return Status::ok();
@@ -43,6 +60,8 @@ void UdQueue::reap_sends() {
       // Completions come in posting order; a signaled one retires every
       // unsignaled send before it.
       completed_ = std::max(completed_, wc[i].wr_id + 1);
+      // A zone's QP reset flushes unsent datagrams: lost, as on the fabric.
+      if (flushing_ && wc[i].status == IBV_WC_WR_FLUSH_ERR) continue;
       if (wc[i].status != IBV_WC_SUCCESS && send_failure_.empty()) {
         send_failure_ = ibv_wc_status_str(wc[i].status);
       }
@@ -166,11 +185,20 @@ std::size_t UdQueue::poll(std::span<RecvView> out) {
   stash_.erase(stash_.begin(), stash_.begin() + static_cast<std::ptrdiff_t>(n));
   if (n < want) {
     const int got = ibv_poll_cq(recv_cq_, static_cast<int>(want - n), wc + n);
-    if (got > 0) n += static_cast<std::size_t>(got);
+    if (got > 0) {
+      n += static_cast<std::size_t>(got);
+      rq_posted_ -= static_cast<uint64_t>(got);
+    }
   }
   uint64_t again[kMax];
   std::size_t nagain = 0, k = 0;
+  lent_slots_.clear();
   for (std::size_t i = 0; i < n; ++i) {
+    const bool zoned = slot_place_[wc[i].wr_id] >= 0;
+    if (wc[i].status != IBV_WC_SUCCESS || wc[i].byte_len < kGrh || from_self(wc[i])) {
+      // Nothing for the caller; a place it consumed is settled (empty).
+      if (zoned) ++zone_settled_;
+    }
     if (wc[i].status != IBV_WC_SUCCESS) {
       ++counters_.recv_errors;
       again[nagain++] = wc[i].wr_id;
@@ -182,8 +210,8 @@ std::size_t UdQueue::poll(std::span<RecvView> out) {
       again[nagain++] = wc[i].wr_id;
     } else {
       ++counters_.received;
-      out[k++] = RecvView{std::span<const std::byte>(payload(wc[i].wr_id), wc[i].byte_len - kGrh),
-                          0, wc[i].wr_id};
+      lent_slots_.push_back(wc[i].wr_id);
+      out[k++] = view_of(wc[i]);
     }
   }
   if (nagain != 0) (void)post_receives(again, nagain);
@@ -195,6 +223,7 @@ void UdQueue::release(std::span<const RecvView> views) {
   uint64_t slots[32];
   std::size_t n = 0;
   for (const auto& v : views) {
+    if (slot_place_[v.handle] >= 0) ++zone_settled_;  // its place is the engine's now
     slots[n++] = v.handle;
     if (n == 32) {
       (void)post_receives(slots, n);
@@ -203,6 +232,7 @@ void UdQueue::release(std::span<const RecvView> views) {
   }
   if (n != 0) (void)post_receives(slots, n);
   lent_ -= std::min(lent_, views.size());
+  if (lent_ == 0) lent_slots_.clear();
 }
 
 Status UdQueue::arm() {
@@ -223,6 +253,7 @@ Status UdQueue::arm() {
   ibv_wc wc[32];
   const int n = ibv_poll_cq(recv_cq_, 32, wc);
   if (n <= 0) return Status::ok();
+  rq_posted_ -= static_cast<uint64_t>(n);
   stash_.insert(stash_.end(), wc, wc + n);
   return make_error(Errc::kAgain, "");
 }

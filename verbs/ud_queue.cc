@@ -25,6 +25,9 @@ UdCounters& UdCounters::operator+=(const UdCounters& o) {
   self_dropped += o.self_dropped;
   malformed += o.malformed;
   recv_errors += o.recv_errors;
+  landed += o.landed;
+  landings += o.landings;
+  landings_closed += o.landings_closed;
   return *this;
 }
 
@@ -62,7 +65,7 @@ Status UdQueue::create_queues(uint32_t qkey, uint8_t sgid_index) {
   init.cap.max_send_wr = send_depth_;
   init.cap.max_recv_wr = recv_depth_;
   init.cap.max_send_sge = 3;  // header, payload, trailer gathered by inline sends
-  init.cap.max_recv_sge = 2;  // GRH, payload
+  init.cap.max_recv_sge = 4;  // GRH, payload (landed: GRH, head, user place, trailer)
   init.cap.max_inline_data = cfg.inline_size;
   qp_ = ibv_create_qp(dev_->pd(), &init);
   if (qp_ == nullptr && cfg.inline_size != 0) {
@@ -73,11 +76,34 @@ Status UdQueue::create_queues(uint32_t qkey, uint8_t sgid_index) {
   if (qp_ == nullptr) return make_error(Errc::kNoResource, errno_text("ibv_create_qp (UD)"));
   inline_cap_ = std::min(init.cap.max_inline_data, cfg.inline_size);
 
+  qkey_ = qkey;
+  IBBCAST_RETURN_IF_ERROR(to_rts());
+
+  if (ibv_query_gid(dev_->context(), dev_->port(), sgid_index, &own_gid_) != 0) {
+    return make_error(Errc::kDeviceLost, errno_text("ibv_query_gid"));
+  }
+
+  recv_base_ = recv_depth_ * kGrh;
+  send_base_ = recv_base_ + std::size_t{recv_depth_} * mtu_;
+  pool_.assign(send_base_ + std::size_t{send_depth_} * mtu_, std::byte{0});
+  auto mr = dev_->register_local(pool_.data(), pool_.size(), IBV_ACCESS_LOCAL_WRITE);
+  if (!mr) return mr.status();
+  mr_ = *mr;
+
+  slot_place_.assign(recv_depth_, -1);
+  std::vector<uint64_t> all(recv_depth_);
+  for (uint32_t i = 0; i < recv_depth_; ++i)
+    all[i] = i;
+  return post_receives(all.data(), all.size());
+}
+
+// RESET (a new QP, or one just flushed) to RTS.
+Status UdQueue::to_rts() {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
   a.port_num = dev_->port();
-  a.qkey = qkey;
+  a.qkey = qkey_;
   if (ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) != 0) {
     return make_error(Errc::kDeviceLost, errno_text("ibv_modify_qp INIT"));
   }
@@ -91,22 +117,7 @@ Status UdQueue::create_queues(uint32_t qkey, uint8_t sgid_index) {
   if (ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) != 0) {
     return make_error(Errc::kDeviceLost, errno_text("ibv_modify_qp RTS"));
   }
-
-  if (ibv_query_gid(dev_->context(), dev_->port(), sgid_index, &own_gid_) != 0) {
-    return make_error(Errc::kDeviceLost, errno_text("ibv_query_gid"));
-  }
-
-  recv_base_ = recv_depth_ * kGrh;
-  send_base_ = recv_base_ + std::size_t{recv_depth_} * mtu_;
-  pool_.assign(send_base_ + std::size_t{send_depth_} * mtu_, std::byte{0});
-  auto mr = dev_->register_local(pool_.data(), pool_.size(), IBV_ACCESS_LOCAL_WRITE);
-  if (!mr) return mr.status();
-  mr_ = *mr;
-
-  std::vector<uint64_t> all(recv_depth_);
-  for (uint32_t i = 0; i < recv_depth_; ++i)
-    all[i] = i;
-  return post_receives(all.data(), all.size());
+  return Status::ok();
 }
 
 UdQueue::~UdQueue() {

@@ -27,9 +27,12 @@ struct UdCounters {
   uint64_t send_copies = 0;      ///< sends that copied the fragment into a slot
   uint64_t zero_copy_sends = 0;  ///< sends whose payload the NIC read from user memory
   uint64_t received = 0;
-  uint64_t self_dropped = 0;  ///< our own datagrams looped back by the fabric
-  uint64_t malformed = 0;     ///< shorter than a GRH
-  uint64_t recv_errors = 0;   ///< completions with an error status
+  uint64_t self_dropped = 0;     ///< our own datagrams looped back by the fabric
+  uint64_t malformed = 0;        ///< shorter than a GRH
+  uint64_t recv_errors = 0;      ///< completions with an error status
+  uint64_t landed = 0;           ///< datagrams received with the payload in the user's buffer
+  uint64_t landings = 0;         ///< landing zones opened (zero-copy receives)
+  uint64_t landings_closed = 0;  ///< zones closed before every place was filled
   UdCounters& operator+=(const UdCounters& o);
 };
 
@@ -61,10 +64,23 @@ class UdQueue {
   /// region may be deregistered and the buffer handed back.
   Status drain_zero_copy();
 
+  /// Zero-copy receives (McastChannel::land, ud_landing.cc). Opening a zone
+  /// first takes every pool request off the queue (QP to error and back),
+  /// so the zone's requests are the first the next datagrams find.
+  bool land(const LandingZone& zone);
+  uint32_t landed_count() const { return zone_open_ ? zone_settled_ : 0; }
+  void close_landing(std::span<RecvView> lent);
+
  private:
   explicit UdQueue(std::shared_ptr<Device> dev) : dev_(std::move(dev)) {}
   Status create_queues(uint32_t qkey, uint8_t sgid_index);
   Status post_receives(const uint64_t* slots, std::size_t n);
+  Status to_rts();
+  Status flush_receives();
+  void repost_idle();
+  void deland(uint64_t slot, uint32_t total);
+  std::span<std::byte> place(uint32_t p) const;
+  RecvView view_of(const ibv_wc& wc);
   void reap_sends();
   bool from_self(const ibv_wc& wc) const;
   std::byte* grh(uint64_t slot) const { return pool_.data() + slot * kGrh; }
@@ -90,6 +106,19 @@ class UdQueue {
   std::size_t recv_base_ = 0;
   std::size_t send_base_ = 0;
   ibv_gid own_gid_{};
+  uint32_t qkey_ = 0;
+  uint64_t rq_posted_ = 0;  ///< receive requests the NIC holds
+
+  // The landing zone: slot_place_[s] is the place slot s's request receives
+  // into (-1: a pool request), while posted or lent.
+  std::vector<int64_t> slot_place_;
+  std::vector<uint64_t> lent_slots_;
+  LandingZone zone_{};
+  uint32_t zone_lkey_ = 0;
+  bool zone_open_ = false;
+  uint32_t zone_posted_ = 0;   ///< places given a request
+  uint32_t zone_settled_ = 0;  ///< places whose datagram was handed out and released
+  bool flushing_ = false;      ///< send completions flushed by the QP reset are expected
 
   uint64_t posted_ = 0;     ///< sends posted
   uint64_t completed_ = 0;  ///< sends known complete (through signaled ones)

@@ -35,6 +35,9 @@ class WatchedUd final : public McastChannel {
   Status send(const Gather& frame) override { return ch_->send(frame); }
   std::size_t poll(std::span<RecvView> out) override { return ch_->poll(out); }
   void release(std::span<const RecvView> views) override { ch_->release(views); }
+  bool land(const LandingZone& zone) override { return ch_->land(zone); }
+  uint32_t landed_count() const override { return ch_->landed_count(); }
+  void close_landing(std::span<RecvView> lent) override { ch_->close_landing(lent); }
 
  private:
   std::unique_ptr<UdChannel> ch_;
@@ -120,6 +123,9 @@ class VerbsTransport final : public Transport {
             {"mc_self_dropped", c.self_dropped},
             {"mc_malformed", c.malformed},
             {"mc_recv_errors", c.recv_errors},
+            {"mc_landed", c.landed},
+            {"mc_landings", c.landings},
+            {"mc_landings_closed", c.landings_closed},
             // The UD channel's drops (verbs_reliable=ud), all its groups.
             {"rd_auth_failed", rd_totals_->auth_failed.load()},
             {"rd_malformed", rd_totals_->malformed.load()},

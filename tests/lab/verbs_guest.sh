@@ -37,6 +37,33 @@ conformance() {  # name transport filter expected
   fi
 }
 
+# Zero-copy receives (rank 0's report names every rank): each receiver
+# opened landing zones (a broadcast whose first datagrams arrived before the
+# receiver entered it opens none: their order is unknown). run-inplace:
+# fragments landed in place somewhere, and a receiver none of whose zones
+# closed used every landed datagram in place (mc_landed = zero_copy);
+# run-closed: loss closed zones early (the flush path) and bytes stayed exact.
+receivers_landed() {  # step output
+  local r line recv zc landed in_place=0
+  for ((r = 1; r < IBBCAST_LAB_SIZE; r++)); do
+    line=$(grep "^rank $r verbs:" <<<"$2")
+    recv=$(grep "^rank $r receives:" <<<"$2")
+    [[ $line == *mc_landings=[1-9]* ]] || { echo "rank $r opened no landing zone: $line"; return 1; }
+    zc=$(sed -n 's/.*zero_copy=\([0-9]*\).*/\1/p' <<<"$recv")
+    landed=$(sed -n 's/.*mc_landed=\([0-9]*\).*/\1/p' <<<"$line")
+    in_place=$((in_place + ${zc:-0}))
+    if [[ $1 == run-inplace && $line != *mc_landings_closed=* ]] && ((${landed:-0} != ${zc:-0})); then
+      echo "rank $r: no zone closed, yet ${landed:-0} landed and ${zc:-0} used in place: $recv"
+      return 1
+    fi
+    if [[ $1 == run-closed && $line != *mc_landings_closed=[1-9]* ]]; then
+      echo "rank $r: no zone closed under loss: $line"
+      return 1
+    fi
+  done
+  [[ $1 != run-inplace ]] || ((in_place > 0)) || { echo "no fragment landed in place"; return 1; }
+}
+
 for step in "$@"; do
   export IBBCAST_BOOTSTRAP_ROOT=$IBBCAST_LAB_ROOT_ADDR:$port
   port=$((port + 1))
@@ -52,7 +79,7 @@ for step in "$@"; do
     cycles-*)
       IBBCAST_TRANSPORT=verbs IBBCAST_TEST_CYCLES=${step#cycles-} conformance "$step" verbs \
         '*GroupCycles*' 1 ;;
-    run | run-ud)
+    run | run-ud | run-inplace | run-closed)
       [[ $step == run-ud ]] && export IBBCAST_VERBS_RELIABLE=ud
       out=$("$build/tools/ibbcast" run --transport verbs --algorithm two_stage --size 1m \
         --iterations 5 2>&1)
@@ -65,6 +92,8 @@ for step in "$@"; do
         step_fail "$step" "ibbcast run exit $st"
       elif [[ $IBBCAST_LAB_RANK == 0 && ($root != *mc_zero_copy_sends=[1-9]* || $root == *mc_send_copies=*) ]]; then
         step_fail "$step" "the root copied its fragments: $root"
+      elif [[ $IBBCAST_LAB_RANK == 0 ]] && ! why=$(receivers_landed "$step" "$out"); then
+        step_fail "$step" "$why"
       else
         step_ok "$step"
       fi
