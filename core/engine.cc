@@ -107,26 +107,23 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
 }
 
 void Engine::on_datagram(std::span<const std::byte> bytes, Nanos now) {
-  ++stats_.datagrams_received;
   Frame f;
   Reject why{};
-  if (!decode_frame(bytes, &f, &why, id_.auth != nullptr)) {
-    ++stats_.rejected[static_cast<std::size_t>(why)];
-    return;
-  }
-  if ((f.header.flags & kFlagReliable) != 0) {
-    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadFlags)];
-    return;
-  }
-  handle(f, false, 0, now);
+  const bool decoded = decode_frame(bytes, &f, &why, id_.auth != nullptr);
+  take_datagram(decoded, f, why, now);
 }
 
 void Engine::on_datagram_parts(std::span<const std::byte> head, std::span<const std::byte> payload,
                                std::span<const std::byte> trailer, Nanos now) {
-  ++stats_.datagrams_received;
   Frame f;
   Reject why{};
-  if (!decode_frame_parts(head, payload, trailer, &f, &why, id_.auth != nullptr)) {
+  const bool decoded = decode_frame_parts(head, payload, trailer, &f, &why, id_.auth != nullptr);
+  take_datagram(decoded, f, why, now);
+}
+
+void Engine::take_datagram(bool decoded, const Frame& f, Reject why, Nanos now) {
+  ++stats_.datagrams_received;
+  if (!decoded) {
     ++stats_.rejected[static_cast<std::size_t>(why)];
     return;
   }

@@ -117,6 +117,7 @@ class Engine {
   struct Job;
   struct Early;
 
+  void take_datagram(bool decoded, const Frame& f, Reject why, Nanos now);
   void handle(const Frame& f, bool reliable, uint32_t from, Nanos now);
   bool authentic(const Frame& f);
   void deliver(Op& op, const Frame& f, bool reliable, Nanos now);
