@@ -95,9 +95,11 @@ class Engine {
   /// Algorithm the op runs (kAuto for unknown/empty ops).
   Algorithm op_algorithm(uint64_t op) const;
   /// What a driver needs to let the op's fragments land in place: a pending
-  /// receiver op of a multicast algorithm that owns nothing yet.
+  /// receiver op of a multicast algorithm that owns at most a prefix of its
+  /// fragments (early datagrams in order); the rest may land.
   struct LandingInfo {
     uint32_t bid = 0;
+    uint32_t first = 0;  ///< fragments [0, first) are owned already
     uint32_t frags = 0;
     uint32_t fragment_size = 0;
     uint32_t trailer_size = 0;  ///< bytes after a multicast frame's payload

@@ -179,12 +179,18 @@ Algorithm Engine::op_algorithm(uint64_t id) const {
 
 std::optional<Engine::LandingInfo> Engine::landing_info(uint64_t id) const {
   const Op* op = find_op(id);
-  if (op == nullptr || op->done || op->is_root || op->frags == 0 || op->owned_count != 0 ||
+  if (op == nullptr || op->done || op->is_root || op->frags == 0 ||
       !op->schedule.uses_multicast()) {
     return std::nullopt;
   }
+  // A place holding an owned fragment must never be given to the NIC: only
+  // an owned prefix (the early datagrams, in order) is left out.
+  uint32_t first = 0;
+  while (first < op->frags && op->owns(first))
+    ++first;
+  if (first != op->owned_count || first == op->frags) return std::nullopt;
   const uint32_t trailer = id_.auth ? kAuthTagSize : cfg_.checksum ? kCrcSize : 0;
-  return LandingInfo{op->bid, op->frags, id_.fragment_size, static_cast<uint32_t>(trailer)};
+  return LandingInfo{op->bid, first, op->frags, id_.fragment_size, static_cast<uint32_t>(trailer)};
 }
 
 std::size_t Engine::pending_ops() const {

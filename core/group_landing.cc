@@ -42,7 +42,8 @@ void Group::land(uint64_t request, std::span<std::byte> buffer, MemoryRegion& re
   LandingZone zone;
   zone.buffer = buffer;
   zone.fragment_size = info->fragment_size;
-  zone.count = info->frags;
+  zone.first = info->first;
+  zone.count = info->frags - info->first;
   zone.head_size = static_cast<uint32_t>(kHeaderSize);
   zone.trailer_size = info->trailer_size;
   if (!mcast_->land(zone)) return;  // r deregisters

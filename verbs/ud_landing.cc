@@ -128,7 +128,19 @@ bool UdQueue::land(const LandingZone& zone) {
     log_warning("verbs: zero-copy receives off: " + st.to_string());
     return false;
   }
+  // Datagrams that arrived before the zone come out of later polls first; in
+  // order they are the fragments right after the owned prefix, so the zone
+  // starts behind them (if not, the driver finds one in a zone place).
+  uint32_t queued = 0;
+  for (const ibv_wc& w : stash_)
+    queued += w.status == IBV_WC_SUCCESS && w.byte_len >= kGrh && !from_self(w) ? 1 : 0;
+  if (queued >= zone.count) {
+    repost_idle();
+    return false;
+  }
   zone_ = zone;
+  zone_.first += queued;
+  zone_.count -= queued;
   zone_lkey_ = *lkey;
   zone_open_ = true;
   zone_posted_ = 0;

@@ -68,7 +68,7 @@ class UdQueue {
   /// first takes every pool request off the queue (QP to error and back),
   /// so the zone's requests are the first the next datagrams find.
   bool land(const LandingZone& zone);
-  uint32_t landed_count() const { return zone_open_ ? zone_settled_ : 0; }
+  uint32_t landed_count() const { return zone_open_ ? zone_.first + zone_settled_ : 0; }
   void close_landing(std::span<RecvView> lent);
 
  private:
