@@ -93,8 +93,10 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
       reqs.push_back(*req);
     }
     if (i_die && it + 1 == *iters) {
-      for (int i = 0; i < 3; ++i)
-        (void)groups[0]->progress(false, Nanos(0));
+      // Before any progress of this broadcast: even a few calls could forward
+      // every fragment when its stage-2 copies arrived before it entered, and
+      // its successors would then complete, as they should (netns_udp_kill
+      // saw that once on an idle machine).
       std::raise(SIGKILL);
     }
     for (std::size_t k = 0; k < groups.size(); ++k) {
