@@ -80,7 +80,8 @@ const std::array<ConfigField<VerbsConfig>, 14> kTable = {{
                                           "inline data asked of the QP (0 = never inline)"),
     size_field<&VerbsConfig::zero_copy>(
         "verbs_zero_copy", "64k",
-        "broadcasts of at least this size send from the registered user buffer (0 = never)"),
+        "broadcasts of at least this size send from, and receive in-order fragments into, "
+        "the registered user buffer (0 = never)"),
     uint_field<&VerbsConfig::attach_retries>("verbs_attach_retries", "5",
                                              "ibv_attach_mcast retries with jittered backoff"),
     {"verbs_group", "", "fixed group verbs:239.x.y.z; empty = random per group", parse_group,
