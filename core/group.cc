@@ -42,9 +42,13 @@ Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
   const bool zero_copy = min != 0 && n >= min && mcast_;
   bool ok = true;
   if (zero_copy && root == rank()) region = register_buffer(span, &ok);
+  // Every rank's stage 2 sends from its buffer; the reliable channel may
+  // register it (an empty region when it has nothing to do).
+  MemoryRegion p2p_region = register_p2p(span);
   auto req = engine_->post(root, span, monotonic_now());
   if (req && zero_copy && root != rank()) land(*req, span, region);
   if (req && !region.empty()) regions_.emplace(*req, std::move(region));
+  if (req && !p2p_region.empty()) p2p_regions_.emplace(*req, std::move(p2p_region));
   return req;
 }
 
@@ -58,6 +62,7 @@ Result<bool> Group::test(uint64_t request) {
       if (request == landing_op_) end_landing({});
       engine_->release(request);
       regions_.erase(request);  // waits for the sends that read the buffer
+      p2p_regions_.erase(request);
       // This rank may not call again for a long time; forwards handed to the
       // channel must reach the next ranks meanwhile.
       p2p_->hand_off();
@@ -66,6 +71,7 @@ Result<bool> Group::test(uint64_t request) {
       if (request == landing_op_) end_landing({});
       engine_->release(request);
       regions_.erase(request);
+      p2p_regions_.erase(request);
       p2p_->hand_off();
       return st;
     case OpState::kUnknown:

@@ -71,6 +71,8 @@ class Group {
   /// Algorithm a request runs (valid until it is reported done).
   Algorithm request_algorithm(uint64_t request) const { return engine_->op_algorithm(request); }
   const GroupStats& stats() const { return engine_->stats(); }
+  /// The reliable channel's own counters (UCX: its registrations).
+  std::vector<TransportCounter> channel_counters() const { return p2p_->counters(); }
   /// The thresholds derived from rank 0's measured LogGP (the `loggp` knob),
   /// when it had them; the engine runs with these instead of the knobs'.
   const std::optional<Calibration>& calibration() const { return calibration_; }
@@ -83,6 +85,7 @@ class Group {
   void sleep_until_event(Nanos max_wait);
   // Zero-copy receives (group_landing.cc).
   MemoryRegion register_buffer(std::span<std::byte> buffer, bool* ok);
+  MemoryRegion register_p2p(std::span<std::byte> buffer);
   void land(uint64_t request, std::span<std::byte> buffer, MemoryRegion& region);
   void check_landed(std::span<RecvView> rest);
   void check_message(std::span<const std::byte> frame, Nanos now);
@@ -95,6 +98,9 @@ class Group {
   /// Buffers registered for their request's call (Capabilities::zero_copy_min);
   /// after the channels: released (drained, deregistered) before them.
   std::map<uint64_t, MemoryRegion> regions_;
+  /// The same for the reliable channel (P2pChannel::register_memory).
+  std::map<uint64_t, MemoryRegion> p2p_regions_;
+  bool logged_p2p_register_error_ = false;
   bool logged_register_error_ = false;
   /// The request whose fragments may land in place (McastChannel::land), its
   /// broadcast id and fragment count; 0: no zone.

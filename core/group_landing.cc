@@ -30,6 +30,17 @@ MemoryRegion Group::register_buffer(std::span<std::byte> buffer, bool* ok) {
   return {};
 }
 
+MemoryRegion Group::register_p2p(std::span<std::byte> buffer) {
+  auto r = p2p_->register_memory(buffer);
+  if (r) return std::move(*r);
+  if (!logged_p2p_register_error_) {
+    logged_p2p_register_error_ = true;
+    log_warning("reliable channel: registering the buffer failed (" + r.status().to_string() +
+                "); its sends register on their own");
+  }
+  return {};
+}
+
 void Group::land(uint64_t request, std::span<std::byte> buffer, MemoryRegion& region) {
   // One zone at a time, and none while another broadcast is under way: its
   // frames would arrive between this one's.

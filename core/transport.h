@@ -110,47 +110,6 @@ struct P2pEvent {
   std::string reason;  ///< kPeerFailed
 };
 
-/// Reliable, ordered per peer, between the ranks of the group.
-class P2pChannel {
- public:
-  virtual ~P2pChannel() = default;
-  /// Sends one message. Returns true when the bytes were consumed already
-  /// (the buffer may be reused), false when a kSendComplete with `token` will
-  /// follow. kAgain is back-pressure; kPeerFailed when the peer is known dead.
-  virtual Result<bool> send(uint32_t peer, const Gather& frame, uint64_t token) = 0;
-  /// Up to out.size() events; never blocks.
-  virtual std::size_t poll(std::span<P2pEvent> out) = 0;
-  virtual void release(const RecvView& view) = 0;
-  /// A file descriptor readable when poll may return something (-1: none),
-  /// and its arming (kAgain when events are pending), for transports that
-  /// combine the reliable channel with their own sockets in one wait.
-  virtual int event_fd() const { return -1; }
-  virtual Status arm() { return Status::ok(); }
-  /// The owner stops calling now (it returns to the application) until its
-  /// next call. Every send accepted so far must still reach its peer without
-  /// the owner's help: some channels keep "completed" sends in a user-space
-  /// buffer that only progress writes out (UCX's TCP transport), and the peer
-  /// may need them before this rank calls again — possibly never, if this
-  /// rank next waits in another library's collective for that peer. Never
-  /// blocks. A channel whose sends complete into the kernel or the NIC has
-  /// nothing to do. Pure virtual on purpose: a wrapper that forgot to forward
-  /// it silently stranded a rank's last sends (found by the MPI adapter).
-  virtual void hand_off() = 0;
-};
-
-/// Opens a reliable channel (collectively: every rank calls it in the same
-/// order). Backends take one so that any channel (UCX, an in-process one in
-/// tests) can carry their stage 2.
-using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
-
-/// What a group tells its reliable channel when opening it.
-struct P2pOptions {
-  /// auth=on: the group's key. Channels that send datagrams of their own
-  /// (core/rdgram: dpdk's frames, verbs' UD) tag them under a subkey of it;
-  /// channels over a connection (UCX) do not use it.
-  std::optional<AuthKey> auth_key;
-};
-
 /// A registered memory range; deregisters when destroyed. Move-only.
 class MemoryRegion {
  public:
@@ -188,6 +147,56 @@ class MemoryRegion {
 struct TransportCounter {
   std::string name;
   uint64_t value = 0;
+};
+
+/// Reliable, ordered per peer, between the ranks of the group.
+class P2pChannel {
+ public:
+  virtual ~P2pChannel() = default;
+  /// Sends one message. Returns true when the bytes were consumed already
+  /// (the buffer may be reused), false when a kSendComplete with `token` will
+  /// follow. kAgain is back-pressure; kPeerFailed when the peer is known dead.
+  virtual Result<bool> send(uint32_t peer, const Gather& frame, uint64_t token) = 0;
+  /// Up to out.size() events; never blocks.
+  virtual std::size_t poll(std::span<P2pEvent> out) = 0;
+  virtual void release(const RecvView& view) = 0;
+  /// A file descriptor readable when poll may return something (-1: none),
+  /// and its arming (kAgain when events are pending), for transports that
+  /// combine the reliable channel with their own sockets in one wait.
+  virtual int event_fd() const { return -1; }
+  virtual Status arm() { return Status::ok(); }
+  /// The owner stops calling now (it returns to the application) until its
+  /// next call. Every send accepted so far must still reach its peer without
+  /// the owner's help: some channels keep "completed" sends in a user-space
+  /// buffer that only progress writes out (UCX's TCP transport), and the peer
+  /// may need them before this rank calls again — possibly never, if this
+  /// rank next waits in another library's collective for that peer. Never
+  /// blocks. A channel whose sends complete into the kernel or the NIC has
+  /// nothing to do. Pure virtual on purpose: a wrapper that forgot to forward
+  /// it silently stranded a rank's last sends (found by the MPI adapter).
+  virtual void hand_off() = 0;
+  /// Registers a broadcast's buffer for the call (the group holds the region
+  /// until the request is reported): sends of bytes inside it may then skip
+  /// the channel's own registration or copy. An empty region: nothing to do.
+  /// Wrappers forward it, or their channel silently loses zero copy.
+  virtual Result<MemoryRegion> register_memory(std::span<std::byte> /*range*/) {
+    return MemoryRegion();
+  }
+  /// The channel's own counters (registrations, ...), nonzero or not.
+  virtual std::vector<TransportCounter> counters() const { return {}; }
+};
+
+/// Opens a reliable channel (collectively: every rank calls it in the same
+/// order). Backends take one so that any channel (UCX, an in-process one in
+/// tests) can carry their stage 2.
+using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
+
+/// What a group tells its reliable channel when opening it.
+struct P2pOptions {
+  /// auth=on: the group's key. Channels that send datagrams of their own
+  /// (core/rdgram: dpdk's frames, verbs' UD) tag them under a subkey of it;
+  /// channels over a connection (UCX) do not use it.
+  std::optional<AuthKey> auth_key;
 };
 
 /// One rank's endpoint on a fabric.

@@ -30,6 +30,7 @@
 #include "fuzz/fuzz_input.h"
 #include "mpi-adapter/adapter_config.h"
 #include "transports/bootstrap_config.h"
+#include "transports/ucx_config.h"
 #include "transports/udp_config.h"
 #include "transports/udp_socket.h"
 #include "verbs/verbs_config.h"
@@ -213,7 +214,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       table<BootstrapConfig>("bootstrap", bootstrap_config_table(), in);
       break;
     case 10:
-      table<dpdk::DpdkConfig>("dpdk", dpdk::dpdk_config_table(), in);
+      (which & 0x40) ? table<ucx::UcxConfig>("ucx", ucx::ucx_config_table(), in)
+                     : table<dpdk::DpdkConfig>("dpdk", dpdk::dpdk_config_table(), in);
       break;
     case 11:
       (which & 0x80) ? table<verbs::VerbsConfig>("verbs", verbs::verbs_config_table(), in)

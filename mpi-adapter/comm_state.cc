@@ -25,13 +25,14 @@ struct Settings {
   Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
   Config<dpdk::DpdkConfig> dpdk{"dpdk", dpdk::dpdk_config_table()};
   Config<verbs::VerbsConfig> verbs{"verbs", verbs::verbs_config_table()};
+  Config<ucx::UcxConfig> ucx{"ucx", ucx::ucx_config_table()};
 };
 
 const Settings& settings() {
   static Settings* s = [] {
     auto* out = new Settings;  // lives until exit: read from callbacks at finalize
     for (Status st : {out->adapter.load_env(), out->engine.load_env(), out->udp.load_env(),
-                      out->dpdk.load_env(), out->verbs.load_env()}) {
+                      out->dpdk.load_env(), out->verbs.load_env(), out->ucx.load_env()}) {
       if (!st) {
         log_warning("ibbcast-mpi: adapter off, bad IBBCAST_* setting: " + st.to_string());
         out->adapter.mutable_value().enable = false;
@@ -157,8 +158,9 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
     s->reason_ = kOneHostReason;
     return s;
   }
-  auto t = make_fabric_transport(choose_transport(b, cfg.adapter.value().transport),
-                                 {cfg.udp.value(), cfg.dpdk.value(), cfg.verbs.value()}, b);
+  auto t = make_fabric_transport(
+      choose_transport(b, cfg.adapter.value().transport),
+      {cfg.udp.value(), cfg.dpdk.value(), cfg.verbs.value(), cfg.ucx.value()}, b);
   if (t) s->transport_ = std::move(*t);
   if (!all_ok(b, t.status(), &s->reason_)) return s;
   auto g = Group::create(*s->transport_, b, settings().engine.value());
@@ -197,6 +199,11 @@ CommState::~CommState() {
                    static_cast<unsigned long long>(counters.packed_calls),
                    static_cast<unsigned long long>(counters.native_calls),
                    group_->multicast_active() ? "on" : "off", group_->stats().to_string().c_str());
+      std::string channel;
+      for (const auto& c : group_->channel_counters())
+        channel += (channel.empty() ? "" : " ") + c.name + "=" + std::to_string(c.value);
+      if (!channel.empty())
+        std::fprintf(stderr, "ibbcast-mpi: reliable channel: %s\n", channel.c_str());
     }
   }
   // Members go in reverse order: group, transport (and its UCX channel), then

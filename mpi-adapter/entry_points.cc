@@ -140,6 +140,14 @@ int ibbcast_mpi_comm_stats(MPI_Comm comm, ibbcast_mpi_stats* out) {
   out->allreduce_calls = s->counters.allreduce_calls;
   out->barrier_calls = s->counters.barrier_calls;
   out->multicast_active = s->group() != nullptr && s->group()->multicast_active() ? 1 : 0;
+  if (s->group() != nullptr) {
+    for (const auto& c : s->group()->channel_counters()) {
+      if (c.name == "reg_hits") out->reg_hits = c.value;
+      if (c.name == "reg_misses") out->reg_misses = c.value;
+      if (c.name == "reg_invalidations") out->reg_invalidations = c.value;
+      if (c.name == "memh_sends") out->memh_sends = c.value;
+    }
+  }
   return MPI_SUCCESS;
 }
 

@@ -20,6 +20,11 @@ typedef struct ibbcast_mpi_stats {
   uint64_t ibcast_calls;    /* of the ibbcast calls, MPI_Ibcast */
   uint64_t allreduce_calls; /* MPI_Allreduce results distributed by ibbcast */
   uint64_t barrier_calls;   /* MPI_Barrier releases by ibbcast */
+  /* Stage 2 over UCX: broadcast buffers registered (ucp_mem_map) and cached */
+  uint64_t reg_hits;          /* a broadcast found its buffer registered already */
+  uint64_t reg_misses;        /* a broadcast registered its buffer */
+  uint64_t reg_invalidations; /* cached registrations dropped: their pages were unmapped */
+  uint64_t memh_sends;        /* stage-2 sends that passed UCX the registration */
 } ibbcast_mpi_stats;
 
 /* 0 on success; fills *out for comm (zeros before its first broadcast). */

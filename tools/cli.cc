@@ -12,6 +12,7 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
   IBBCAST_RETURN_IF_ERROR(a.udp.load_env());
   IBBCAST_RETURN_IF_ERROR(a.dpdk.load_env());
   IBBCAST_RETURN_IF_ERROR(a.verbs.load_env());
+  IBBCAST_RETURN_IF_ERROR(a.ucx.load_env());
   IBBCAST_RETURN_IF_ERROR(a.bootstrap.load_env());
   IBBCAST_RETURN_IF_ERROR(a.mpi.load_env());
   for (int i = 0; i < argc; ++i) {
@@ -47,6 +48,8 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
       IBBCAST_RETURN_IF_ERROR(a.dpdk.set(key, value, ConfigOrigin::kFlag));
     } else if (a.verbs.has(key)) {
       IBBCAST_RETURN_IF_ERROR(a.verbs.set(key, value, ConfigOrigin::kFlag));
+    } else if (a.ucx.has(key)) {
+      IBBCAST_RETURN_IF_ERROR(a.ucx.set(key, value, ConfigOrigin::kFlag));
     } else if (a.bootstrap.has(key)) {
       IBBCAST_RETURN_IF_ERROR(a.bootstrap.set(key, value, ConfigOrigin::kFlag));
     } else {
@@ -63,6 +66,8 @@ std::vector<ConfigRow> Args::rows() const {
   for (auto& row : dpdk.rows())
     r.push_back(std::move(row));
   for (auto& row : verbs.rows())
+    r.push_back(std::move(row));
+  for (auto& row : ucx.rows())
     r.push_back(std::move(row));
   for (auto& row : bootstrap.rows())
     r.push_back(std::move(row));

@@ -14,6 +14,7 @@
 #include "mpi-adapter/adapter_config.h"
 #include "transports/bootstrap_config.h"
 #include "transports/factory.h"
+#include "transports/ucx_config.h"
 #include "transports/udp_config.h"
 #include "verbs/verbs_config.h"
 
@@ -24,6 +25,7 @@ struct Args {
   Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
   Config<dpdk::DpdkConfig> dpdk{"dpdk", dpdk::dpdk_config_table()};
   Config<verbs::VerbsConfig> verbs{"verbs", verbs::verbs_config_table()};
+  Config<ucx::UcxConfig> ucx{"ucx", ucx::ucx_config_table()};
   Config<BootstrapConfig> bootstrap{"bootstrap", bootstrap_config_table()};
   /// Listed by `info --config`; the tools themselves do not use it.
   Config<mpi::AdapterConfig> mpi{"mpi", mpi::adapter_config_table()};
@@ -33,7 +35,7 @@ struct Args {
   /// Every layer's rows, for `info --config` and docs/config.md.
   std::vector<ConfigRow> rows() const;
   /// The fabric layers' values, for make_fabric_transport.
-  FabricConfigs fabric() const { return {udp.value(), dpdk.value(), verbs.value()}; }
+  FabricConfigs fabric() const { return {udp.value(), dpdk.value(), verbs.value(), ucx.value()}; }
 };
 
 /// Parses argv after the subcommand. `known` lists the subcommand's own

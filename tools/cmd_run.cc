@@ -113,10 +113,21 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
   std::sort(times.begin(), times.end());
   report.median_us = times.empty() ? 0 : static_cast<double>(times[times.size() / 2].count()) / 1e3;
   GroupStats sum;
-  for (const auto& g : groups)
+  std::vector<TransportCounter> channels;  // summed by name over the groups
+  for (const auto& g : groups) {
     sum += g->stats();
+    for (const auto& c : g->channel_counters()) {
+      auto it = std::find_if(channels.begin(), channels.end(),
+                             [&](const TransportCounter& x) { return x.name == c.name; });
+      if (it == channels.end()) {
+        channels.push_back(c);
+      } else {
+        it->value += c.value;
+      }
+    }
+  }
   fill_stats(report, sum);
-  fill_counters(report, *t);
+  fill_counters(report, *t, channels);
   report.foreign = sum.rejected[static_cast<std::size_t>(Reject::kForeignSession)];
   return Status::ok();
 }

@@ -18,10 +18,12 @@ void fill_stats(RankReport& r, const GroupStats& s) {
   r.zero_copy_receives = s.zero_copy_receives;
 }
 
-void fill_counters(RankReport& r, const Transport& t) {
+void fill_counters(RankReport& r, const Transport& t, const std::vector<TransportCounter>& more) {
   std::string text;
-  for (const auto& c : t.counters()) {
-    if (c.value != 0) text += (text.empty() ? "" : " ") + c.name + "=" + std::to_string(c.value);
+  for (const auto& list : {t.counters(), more}) {
+    for (const auto& c : list) {
+      if (c.value != 0) text += (text.empty() ? "" : " ") + c.name + "=" + std::to_string(c.value);
+    }
   }
   std::snprintf(r.counters, sizeof r.counters, "%s", text.c_str());
 }

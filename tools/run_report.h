@@ -28,7 +28,8 @@ struct RankReport {
 };
 
 void fill_stats(RankReport& r, const GroupStats& s);
-void fill_counters(RankReport& r, const Transport& t);
+/// The transport's nonzero counters, then `more`'s (the groups' reliable channels).
+void fill_counters(RankReport& r, const Transport& t, const std::vector<TransportCounter>& more);
 Status gather_reports(Bootstrap& boot, const RankReport& mine, std::vector<RankReport>& all);
 void print_reports(const Args& args, const std::vector<RankReport>& all);
 

@@ -17,14 +17,17 @@ namespace {
 
 using ChannelResult = Result<std::unique_ptr<P2pChannel>>;
 
-std::function<ChannelResult()> ucx_factory(Bootstrap& boot) {
-  return [&boot]() -> ChannelResult {
+std::function<ChannelResult()> ucx_factory(Bootstrap& boot, const ucx::UcxConfig& config) {
+  return [&boot, config]() -> ChannelResult {
 #if IBBCAST_HAVE_UCX
-    auto ch = ucx::Channel::create(boot, {});
+    ucx::Options options;
+    options.config = config;
+    auto ch = ucx::Channel::create(boot, options);
     if (!ch) return ch.status();
     return std::unique_ptr<P2pChannel>(std::move(*ch));
 #else
     (void)boot;
+    (void)config;
     return make_error(Errc::kUnsupported, "this build has no UCX reliable channel");
 #endif
   };
@@ -46,16 +49,18 @@ std::vector<std::string> fabric_transport_names() {
 Result<std::unique_ptr<Transport>> make_fabric_transport(const std::string& name,
                                                          const FabricConfigs& cfg,
                                                          Bootstrap& boot) {
-  if (name == "udp") return udp::make_transport(cfg.udp, ucx_factory(boot));
+  if (name == "udp") return udp::make_transport(cfg.udp, ucx_factory(boot, cfg.ucx));
 #if IBBCAST_HAVE_DPDK
   if (name == "dpdk") {
-    if (cfg.dpdk.reliable == "ucx") return dpdk::make_transport(cfg.dpdk, ucx_factory(boot));
+    if (cfg.dpdk.reliable == "ucx")
+      return dpdk::make_transport(cfg.dpdk, ucx_factory(boot, cfg.ucx));
     return dpdk::make_transport(cfg.dpdk, nullptr, &boot);
   }
 #endif
 #if IBBCAST_HAVE_VERBS
   if (name == "verbs") {
-    if (cfg.verbs.reliable == "ucx") return verbs::make_transport(cfg.verbs, ucx_factory(boot));
+    if (cfg.verbs.reliable == "ucx")
+      return verbs::make_transport(cfg.verbs, ucx_factory(boot, cfg.ucx));
     return verbs::make_transport(cfg.verbs, nullptr, &boot);
   }
 #endif

@@ -9,6 +9,7 @@
 
 #include "core/transport.h"
 #include "dpdk/dpdk_config.h"
+#include "transports/ucx_config.h"
 #include "transports/udp_config.h"
 #include "verbs/verbs_config.h"
 
@@ -18,6 +19,7 @@ struct FabricConfigs {
   udp::UdpConfig udp;
   dpdk::DpdkConfig dpdk;
   verbs::VerbsConfig verbs;
+  ucx::UcxConfig ucx;  ///< the UCX reliable channel, wherever it is stage 2
 };
 
 /// The names make_fabric_transport knows in this build ("udp", "dpdk", "verbs").

@@ -152,6 +152,10 @@ class FaultyP2p final : public P2pChannel {
   void hand_off() override {
     if (!s_->dead) inner_->hand_off();
   }
+  Result<MemoryRegion> register_memory(std::span<std::byte> r) override {
+    return inner_->register_memory(r);
+  }
+  std::vector<TransportCounter> counters() const override { return inner_->counters(); }
 
  private:
   std::unique_ptr<P2pChannel> inner_;

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "transports/ucx_mem_events.h"
+
 namespace ibbcast::ucx {
 namespace {
 
@@ -72,6 +74,7 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
     if (s != UCS_OK) local = setup_error("ucp_init", s);
   }
   if (config != nullptr) ucp_config_release(config);
+  if (local) ch->start_registration(options.config);
   if (local) {
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -139,6 +142,9 @@ Channel::~Channel() {
     // by members, which outlive this call.
     ucp_worker_destroy(worker_);
   }
+  // Sends through the registrations ended with the worker.
+  cache_.reset();
+  watch_.reset();
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 

@@ -28,6 +28,8 @@
 
 #include "core/status.h"
 #include "core/transport.h"
+#include "transports/reg_cache.h"
+#include "transports/ucx_config.h"
 
 struct ucp_context;
 struct ucp_worker;
@@ -40,7 +42,11 @@ struct Options {
   /// the UCX_TLS environment variable, if set). It must name a transport
   /// with peer failure handling: "shm,self" alone fails create().
   std::string transports;
+  /// Registration of broadcast buffers (ucx_register*, ucx_config.h).
+  UcxConfig config;
 };
+
+class UnmapWatch;
 
 class Channel : public P2pChannel {
  public:
@@ -79,6 +85,13 @@ class Channel : public P2pChannel {
   /// that waits for the peer, which may itself wait for this rank in the
   /// application's next collective (seen with MPICH).
   void hand_off() override;
+  /// Registers `range` (ucp_mem_map) through the registration cache, from
+  /// ucx_register_min bytes on; stage-2 sends of bytes inside it pass UCX
+  /// the memory handle. An empty region when registration is off or the
+  /// range too small (ucx_register.cc).
+  Result<MemoryRegion> register_memory(std::span<std::byte> range) override;
+  /// reg_* (the cache's statistics) and memh_sends.
+  std::vector<TransportCounter> counters() const override;
 
   uint32_t rank() const { return rank_; }
   uint32_t size() const { return size_; }
@@ -112,6 +125,7 @@ class Channel : public P2pChannel {
     uint64_t token = 0;
     std::vector<std::byte> header;
     std::vector<std::byte> copy;
+    RegCache::Entry* reg = nullptr;  ///< the registration UCX reads through
   };
   /// One rendezvous receive in flight.
   struct RecvOp {
@@ -139,6 +153,10 @@ class Channel : public P2pChannel {
   void fail_peer(uint32_t peer, const std::string& why);
   SendOp* take_send_op();
   void recycle(SendOp* op);
+  /// Sets up the cache after ucp_init (ucx_register.cc).
+  void start_registration(const UcxConfig& config);
+  /// The memory handle for a send of `payload` (nullptr: none), noted in `op`.
+  void* memh_for(std::span<const std::byte> payload, SendOp* op);
 
   const uint32_t rank_;
   const uint32_t size_;
@@ -156,10 +174,15 @@ class Channel : public P2pChannel {
   std::unordered_map<SendOp*, std::unique_ptr<SendOp>> sends_;
   std::vector<std::unique_ptr<SendOp>> spare_sends_;
   std::unordered_map<RecvOp*, std::unique_ptr<RecvOp>> recvs_;
+  // Registrations (ucx_register.cc): destroyed before ucp_cleanup.
+  UcxConfig reg_config_;
+  std::unique_ptr<UnmapWatch> watch_;  ///< null: no cache past a call
+  std::unique_ptr<RegCache> cache_;
+  uint64_t memh_sends_ = 0;
 
   // The hand-off thread (ucx_channel_helper.cc). Every call of the owner holds
   // mu_ and clears owner_away_; the helper progresses only while it is set.
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool owner_away_ = false;
   bool stopping_ = false;

@@ -224,6 +224,12 @@ Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
     rp.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     rp.flags = UCP_AM_SEND_FLAG_EAGER;
   }
+  if (data == payload.data()) {
+    if (void* memh = memh_for(payload, op)) {
+      rp.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+      rp.memh = static_cast<ucp_mem_h>(memh);
+    }
+  }
   // The returned request belongs to the callback (which may even have run
   // already): never touch it here.
   ucs_status_ptr_t req =
@@ -294,6 +300,10 @@ Channel::SendOp* Channel::take_send_op() {
 
 void Channel::recycle(SendOp* op) {
   auto node = sends_.extract(op);
+  if (op->reg != nullptr) {
+    cache_->end_send(op->reg);
+    op->reg = nullptr;
+  }
   op->header.clear();
   op->copy.clear();
   // Keep a few for reuse; a large copy buffer is not worth keeping around.

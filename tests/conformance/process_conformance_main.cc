@@ -28,10 +28,13 @@ void run_check(Status (*check)(Transport&, Bootstrap&)) {
   Config<verbs::VerbsConfig> verbs{"verbs", verbs::verbs_config_table()};
   ASSERT_TRUE(udp.load_env().is_ok());
   ASSERT_TRUE(dpdk.load_env().is_ok());
+  Config<ucx::UcxConfig> ucx{"ucx", ucx::ucx_config_table()};
   ASSERT_TRUE(verbs.load_env().is_ok());
+  ASSERT_TRUE(ucx.load_env().is_ok());
   Bootstrap& boot = *g_boot;
   const std::string name = process_env("IBBCAST_TRANSPORT").value_or("udp");
-  auto t = make_fabric_transport(name, {udp.value(), dpdk.value(), verbs.value()}, boot);
+  auto t =
+      make_fabric_transport(name, {udp.value(), dpdk.value(), verbs.value(), ucx.value()}, boot);
   ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   // No skips here: a backend feature the contract needs is a failure.
   Status st = check(**t, boot);

@@ -31,11 +31,11 @@ mpi_preload "$lib"
 envs=(LD_PRELOAD="$preload" "${asan[@]}" IBBCAST_UDP_INTERFACE=eth0 IBBCAST_TIMEOUT=20s)
 case $mode in
   onehost) envs+=(EXPECT_IBBCAST=0) ;;
-  host) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_SINGLE_HOST=on) ;;
+  host) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_SINGLE_HOST=on EXPECT_REGISTRATION=1) ;;
   # The fabric runs also carry MPI_Allreduce and MPI_Barrier (mpi_allreduce,
   # mpi_barrier), and the program checks that they went through ibbcast.
   *) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_ALLREDUCE=on IBBCAST_MPI_BARRIER=on
-    EXPECT_COLLECTIVES=1) ;;
+    EXPECT_COLLECTIVES=1 EXPECT_REGISTRATION=1) ;;
 esac
 mpi_launcher_present "$impl" || exit 1
 

@@ -91,7 +91,7 @@ int open_fds() {
   return n;
 }
 
-using StatsFn = int (*)(MPI_Comm, ibbcast_mpi_stats*);
+using mpi_check::StatsFn;
 
 }  // namespace
 
@@ -153,6 +153,9 @@ int main(int argc, char** argv) {
 
   mpi_check::ibcast_cases(MPI_COMM_WORLD);
   mpi_check::collective_cases(MPI_COMM_WORLD);
+  const char* reg = std::getenv("EXPECT_REGISTRATION");
+  mpi_check::registration_cases(MPI_COMM_WORLD, stats,
+                                expect_ibbcast && reg != nullptr && std::strcmp(reg, "1") == 0);
 
   // Two threads, each broadcasting on its own communicator at the same time.
   if (provided == MPI_THREAD_MULTIPLE) {

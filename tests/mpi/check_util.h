@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "mpi-adapter/ibbcast_mpi.h"
+
 namespace mpi_check {
 
 inline int g_rank = 0, g_fail = 0, g_checks = 0;
@@ -35,5 +37,10 @@ inline std::vector<unsigned char> pattern(std::size_t n, uint64_t seed) {
 void ibcast_cases(MPI_Comm comm);
 /// MPI_Allreduce and MPI_Barrier against the MPI's own (tests/mpi/collective_cases.cc).
 void collective_cases(MPI_Comm comm);
+/// The adapter's ibbcast_mpi_comm_stats, when it is loaded.
+using StatsFn = int (*)(MPI_Comm, ibbcast_mpi_stats*);
+/// Broadcasts from a reused and from a remapped buffer; with `expect`, the
+/// registration counters too (tests/mpi/registration_cases.cc).
+void registration_cases(MPI_Comm world, StatsFn stats, bool expect);
 
 }  // namespace mpi_check

@@ -16,52 +16,10 @@
 #include <set>
 #include <thread>
 
-#include "transports/loopback.h"
+#include "tests/unit/ucx_ranks.h"
 
 namespace ibbcast::ucx {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr auto kTestTimeout = std::chrono::seconds(20);
-
-/// Runs `body` on `n` threads, each rank with its own channel. The body may
-/// destroy its channel early (a rank that dies); the rest go after a barrier.
-void run_ranks(uint32_t n, const Options& options,
-               const std::function<void(uint32_t, std::unique_ptr<Channel>&)>& body) {
-  auto fabric = loopback::make_fabric(n);
-  std::vector<std::thread> threads;
-  for (uint32_t r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      auto boot = loopback::make_bootstrap(fabric, r);
-      auto ch = Channel::create(*boot, options);
-      ASSERT_TRUE(ch.is_ok()) << ch.status().to_string();
-      ASSERT_EQ((*ch)->rank(), r);
-      body(r, *ch);
-      // No rank tears down while another still polls: that is a peer failure.
-      ASSERT_TRUE(boot->barrier().is_ok());
-    });
-  }
-  for (auto& t : threads)
-    t.join();
-}
-
-/// Polls until `until` holds or the test timeout passes; events go to `on`.
-bool poll_until(Channel& ch, const std::function<void(P2pEvent&)>& on,
-                const std::function<bool()>& until,
-                std::chrono::milliseconds limit =
-                    std::chrono::duration_cast<std::chrono::milliseconds>(kTestTimeout)) {
-  const auto deadline = Clock::now() + limit;
-  std::array<P2pEvent, 16> events;
-  while (!until()) {
-    if (Clock::now() > deadline) return false;
-    std::size_t n = ch.poll(events);
-    for (std::size_t i = 0; i < n; ++i) {
-      on(events[i]);
-      if (events[i].kind == P2pEvent::Kind::kMessage) ch.release(events[i].message);
-    }
-  }
-  return true;
-}
 
 uint32_t mix(uint32_t a, uint32_t b, uint32_t c) {
   uint32_t x = a * 0x9e3779b1u ^ b * 0x85ebca77u ^ c * 0xc2b2ae3du;
@@ -275,7 +233,7 @@ TEST(UcxChannel, EventFdWakesTheReceiver) {
 TEST(UcxChannel, DestroyedRankIsReportedOnce) {
   constexpr uint32_t kRanks = 3, kDead = 2;
   std::atomic<uint32_t> warm{0}, finished{0};
-  run_ranks(kRanks, Options{"tcp"}, [&](uint32_t me, std::unique_ptr<Channel>& chp) {
+  run_ranks(kRanks, tcp_only(), [&](uint32_t me, std::unique_ptr<Channel>& chp) {
     uint32_t received = 0;
     std::map<uint32_t, int> failures;
     auto on = [&](P2pEvent& e) {
