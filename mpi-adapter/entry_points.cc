@@ -33,23 +33,26 @@ void after_init() {
 }  // namespace
 
 // The adapter carries this call: same answer on every rank of `comm`.
-bool eligible(int count, MPI_Datatype type, int root, MPI_Comm comm, uint64_t* bytes) {
+bool eligible(MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm, uint64_t* bytes) {
   const AdapterConfig& cfg = adapter_config();
-  int inter = 0, size = 0, tsize = 0;
+  int inter = 0, size = 0;
+  MPI_Count tsize = 0;
   if (!cfg.enable || count <= 0) return false;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return false;
   if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS || static_cast<uint32_t>(size) < cfg.min_ranks)
     return false;
-  if (root < 0 || root >= size || PMPI_Type_size(type, &tsize) != MPI_SUCCESS) return false;
+  if (root < 0 || root >= size || PMPI_Type_size_x(type, &tsize) != MPI_SUCCESS) return false;
+  // MPI_Pack counts in int: a datatype whose one element exceeds that stays
+  // with the MPI, since another rank's datatype may need packing (the type
+  // signature, hence the size, is the same on every rank). Larger messages of
+  // smaller elements are packed in runs (pack_all).
+  if (tsize <= 0 || tsize > INT_MAX) return false;
   *bytes = static_cast<uint64_t>(tsize) * static_cast<uint64_t>(count);
-  // MPI_Pack counts in int: larger messages stay with the MPI whatever the
-  // datatype, since another rank's datatype may need packing.
-  return *bytes > 0 && *bytes >= cfg.min_bytes && (cfg.max_bytes == 0 || *bytes <= cfg.max_bytes) &&
-         *bytes <= static_cast<uint64_t>(INT_MAX);
+  return *bytes > 0 && *bytes >= cfg.min_bytes && (cfg.max_bytes == 0 || *bytes <= cfg.max_bytes);
 }
 
 // Where the bytes of (buffer, count, type) start when they are contiguous.
-std::byte* contiguous_start(void* buffer, int count, MPI_Datatype type) {
+std::byte* contiguous_start(void* buffer, MPI_Count count, MPI_Datatype type) {
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   int tsize = 0;
   PMPI_Type_size(type, &tsize);
@@ -66,15 +69,23 @@ int fail(MPI_Comm comm, const Status& st) {
   return MPI_ERR_OTHER;
 }
 
-int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+// The MPI's own broadcast; counts over INT_MAX only come from MPI_Bcast_c.
+int native_bcast(void* buffer, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm) {
+#if MPI_VERSION >= 4
+  if (count > INT_MAX) return PMPI_Bcast_c(buffer, count, type, root, comm);
+#endif
+  return PMPI_Bcast(buffer, static_cast<int>(count), type, root, comm);
+}
+
+int bcast(void* buffer, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm) {
   uint64_t bytes = 0;
   if (!eligible(count, type, root, comm, &bytes))
-    return PMPI_Bcast(buffer, count, type, root, comm);
+    return native_bcast(buffer, count, type, root, comm);
   CommState* s = state_for(comm);
   Group* g = s->group();
   if (g == nullptr) {
     ++s->counters.native_calls;
-    return PMPI_Bcast(buffer, count, type, root, comm);
+    return native_bcast(buffer, count, type, root, comm);
   }
   ++s->counters.ibbcast_calls;
   s->counters.ibbcast_bytes += bytes;
@@ -87,18 +98,16 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   }
   ++s->counters.packed_calls;
   std::vector<std::byte> packed(bytes);
-  const int n = static_cast<int>(bytes);
-  int pos = 0, rank = 0;
+  int rank = 0;
   PMPI_Comm_rank(comm, &rank);
   if (rank == root) {
-    int rc = PMPI_Pack(buffer, count, type, packed.data(), n, &pos, comm);
-    if (rc != MPI_SUCCESS || pos != n) {
-      return fail(comm, make_error(Errc::kInternal, "MPI_Pack did not produce the type size"));
-    }
+    if (Status st = pack_all(buffer, count, type, packed, comm); !st) return fail(comm, st);
   }
   Status st = g->bcast(r, packed.data(), bytes);
   if (!st) return fail(comm, st);
-  if (rank != root) return PMPI_Unpack(packed.data(), n, &pos, buffer, count, type, comm);
+  if (rank != root) {
+    if (Status un = unpack_all(packed, buffer, count, type, comm); !un) return fail(comm, un);
+  }
   return MPI_SUCCESS;
 }
 
@@ -126,6 +135,13 @@ int MPI_Finalize() {
 int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   return ibbcast::mpi::bcast(buffer, count, datatype, root, comm);
 }
+
+#if MPI_VERSION >= 4
+// MPI 4's large-count broadcast (MPICH 4.0 has it; Open MPI 4.1 does not).
+int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  return ibbcast::mpi::bcast(buffer, count, datatype, root, comm);
+}
+#endif
 
 int ibbcast_mpi_comm_stats(MPI_Comm comm, ibbcast_mpi_stats* out) {
   if (out == nullptr) return MPI_ERR_ARG;

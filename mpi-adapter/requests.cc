@@ -29,9 +29,11 @@ bool complete_if_done(OurRequest* r) {
     log_warning("ibbcast-mpi: nonblocking broadcast failed: " + r->op->error.to_string());
     r->error = MPI_ERR_OTHER;
   } else if (r->unpack) {
-    int pos = 0;
-    r->error = PMPI_Unpack(r->staging.data(), static_cast<int>(r->staging.size()), &pos, r->buffer,
-                           r->count, r->type, r->comm);
+    Status un = unpack_all(r->staging, r->buffer, r->count, r->type, r->comm);
+    if (!un) {
+      log_warning("ibbcast-mpi: nonblocking broadcast: " + un.to_string());
+      r->error = MPI_ERR_OTHER;
+    }
   }
   r->active = false;
   r->op.reset();
@@ -59,12 +61,9 @@ int start_broadcast(OurRequest* r) {
     r->staging.resize(r->bytes);
     data = r->staging.data();
     r->unpack = rank != r->root;
-    int pos = 0;
-    const int n = static_cast<int>(r->bytes);
-    if (rank == r->root &&
-        (PMPI_Pack(r->buffer, r->count, r->type, data, n, &pos, r->comm) != MPI_SUCCESS ||
-         pos != n)) {
-      return fail(r->comm, make_error(Errc::kInternal, "MPI_Pack did not produce the type size"));
+    if (rank == r->root) {
+      Status st = pack_all(r->buffer, r->count, r->type, r->staging, r->comm);
+      if (!st) return fail(r->comm, st);
     }
   }
   auto op = s->async().post(static_cast<uint32_t>(r->root), data, r->bytes);

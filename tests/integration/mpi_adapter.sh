@@ -12,6 +12,7 @@
 #         onehost the same without it: every call must go to the MPI, bytes exact
 #         fabric one namespace per rank on the bridge (the namespace fabric)
 #         loss   fabric with 20 % multicast loss on the bridge
+#         large  host, 2 ranks, for large_check (broadcasts over 2 GiB)
 set -uo pipefail
 impl=$1 lib=$(realpath "$2") check=$(realpath "$3") mode=$4
 shift 4
@@ -23,6 +24,7 @@ case $mode in
   onehost) ((${#nps[@]})) || nps=(3) ;;
   fabric) ((${#nps[@]})) || nps=(4 8) ;;
   loss) ((${#nps[@]})) || nps=(6) ;;
+  large) ((${#nps[@]})) || nps=(2) ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 # shellcheck source=../support/mpi_launch.sh
@@ -32,6 +34,7 @@ envs=(LD_PRELOAD="$preload" "${asan[@]}" IBBCAST_UDP_INTERFACE=eth0 IBBCAST_TIME
 case $mode in
   onehost) envs+=(EXPECT_IBBCAST=0) ;;
   host) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_SINGLE_HOST=on EXPECT_REGISTRATION=1) ;;
+  large) envs+=(EXPECT_IBBCAST=1 IBBCAST_MPI_SINGLE_HOST=on) ;;
   # The fabric runs also carry MPI_Allreduce and MPI_Barrier (mpi_allreduce,
   # mpi_barrier), and the program checks that they went through ibbcast.
   *) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_ALLREDUCE=on IBBCAST_MPI_BARRIER=on
@@ -42,11 +45,11 @@ mpi_launcher_present "$impl" || exit 1
 fails=0
 for np in "${nps[@]}"; do
   hosts=$np
-  [[ $mode == host || $mode == onehost ]] && hosts=1
+  [[ $mode == host || $mode == onehost || $mode == large ]] && hosts=1
   fault=true
   [[ $mode == loss ]] && fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 20'
   fabric=1
-  [[ $mode == host || $mode == onehost ]] && fabric=0
+  [[ $mode == host || $mode == onehost || $mode == large ]] && fabric=0
   line=$(mpi_launch_line "$impl" "$np" "$fabric" "$check")
   if ((!fabric)); then
     cmd="ip netns exec \"\$IBBCAST_NETNS_PREFIX-h0\" env -u IBBCAST_NETNS_PREFIX $line"
