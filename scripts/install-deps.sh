@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config g++ clang clang-format libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev iproute2 nftables python3 libssl-dev
-      libucx-dev libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
+      libucx-dev libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran
       dpdk-dev libdpdk-dev
       libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils perftest
       qemu-system-x86 linux-image-amd64 busybox-static xz-utils cpio file)

@@ -13,6 +13,9 @@
 #         fabric one namespace per rank on the bridge (the namespace fabric)
 #         loss   fabric with 20 % multicast loss on the bridge
 #         large  host, 2 ranks, for large_check (broadcasts over 2 GiB)
+#         fortran host, np 2 and 3, for the Fortran programs (mpi_fortran.sh):
+#                they cannot call ibbcast_mpi_comm_stats, so the adapter's
+#                finalize statistics must report broadcasts via ibbcast
 set -uo pipefail
 impl=$1 lib=$(realpath "$2") check=$(realpath "$3") mode=$4
 shift 4
@@ -25,6 +28,7 @@ case $mode in
   fabric) ((${#nps[@]})) || nps=(4 8) ;;
   loss) ((${#nps[@]})) || nps=(6) ;;
   large) ((${#nps[@]})) || nps=(2) ;;
+  fortran) ((${#nps[@]})) || nps=(2 3) ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 # shellcheck source=../support/mpi_launch.sh
@@ -35,6 +39,7 @@ case $mode in
   onehost) envs+=(EXPECT_IBBCAST=0) ;;
   host) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_SINGLE_HOST=on EXPECT_REGISTRATION=1) ;;
   large) envs+=(EXPECT_IBBCAST=1 IBBCAST_MPI_SINGLE_HOST=on) ;;
+  fortran) envs+=(IBBCAST_MPI_SINGLE_HOST=on IBBCAST_MPI_PRINT_STATS=1) ;;
   # The fabric runs also carry MPI_Allreduce and MPI_Barrier (mpi_allreduce,
   # mpi_barrier), and the program checks that they went through ibbcast.
   *) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_ALLREDUCE=on IBBCAST_MPI_BARRIER=on
@@ -45,11 +50,11 @@ mpi_launcher_present "$impl" || exit 1
 fails=0
 for np in "${nps[@]}"; do
   hosts=$np
-  [[ $mode == host || $mode == onehost || $mode == large ]] && hosts=1
+  [[ $mode == host || $mode == onehost || $mode == large || $mode == fortran ]] && hosts=1
   fault=true
   [[ $mode == loss ]] && fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 20'
   fabric=1
-  [[ $mode == host || $mode == onehost || $mode == large ]] && fabric=0
+  [[ $mode == host || $mode == onehost || $mode == large || $mode == fortran ]] && fabric=0
   line=$(mpi_launch_line "$impl" "$np" "$fabric" "$check")
   if ((!fabric)); then
     cmd="ip netns exec \"\$IBBCAST_NETNS_PREFIX-h0\" env -u IBBCAST_NETNS_PREFIX $line"
@@ -63,6 +68,11 @@ for np in "${nps[@]}"; do
   passed=$(grep -c "failed on all ranks" <<<"$out")
   if [[ $rc -ne 0 || $passed -ne $np ]] || grep -q " 0 checks" <<<"$out"; then
     echo "FAIL: $impl $mode np=$np (exit $rc, $passed of $np ranks reported)"
+    fails=1
+  fi
+  if [[ $mode == fortran ]] &&
+    ! grep -Eq "ibbcast-mpi: communicator of $np ranks: [1-9][0-9]* broadcasts via ibbcast" <<<"$out"; then
+    echo "FAIL: $impl fortran np=$np: the adapter's statistics show no broadcast via ibbcast"
     fails=1
   fi
 done
