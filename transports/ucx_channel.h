@@ -98,6 +98,10 @@ class Channel : public P2pChannel {
 
  private:
   struct Glue;  // the UCX callbacks (ucx_channel_io.cc)
+  // Active-message ids: the frames, and two that never reach the user.
+  static constexpr unsigned kAmId = 0x1bb;
+  static constexpr unsigned kHelloId = 0x1bc;  ///< wire-up greeting
+  static constexpr unsigned kByeId = 0x1bd;    ///< "my channel is closing"
 
   /// An owned message: [frame header | payload | frame trailer].
   struct Buffer {

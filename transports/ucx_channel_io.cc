@@ -9,9 +9,6 @@
 namespace ibbcast::ucx {
 namespace {
 
-constexpr unsigned kAmId = 0x1bb;
-constexpr unsigned kHelloId = 0x1bc;  // wire-up greeting, never delivered to the user
-constexpr unsigned kByeId = 0x1bd;    // "my channel is closing", never delivered to the user
 // Frames up to this size go eagerly: the send completes once UCX has handed
 // the bytes to the wire, without the receiver's progress. A rank that has
 // finished a broadcast may be busy elsewhere (a bootstrap barrier, the
@@ -21,8 +18,6 @@ constexpr std::size_t kEagerLimit = 256 * 1024;
 // Beyond this many sends in flight, send() reports back-pressure instead of
 // letting UCX queue without bound.
 constexpr std::size_t kMaxInflightSends = 4096;
-// Bounds one poll() so a steady stream of arrivals cannot keep it looping.
-constexpr int kMaxProgressCalls = 64;
 
 /// Our part of the UCX AM header; the frame's header and trailer follow it.
 struct AmHeader {
@@ -248,117 +243,6 @@ Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
   if (req != nullptr) return false;
   recycle(op);  // completed inside the call: no callback will come
   return true;
-}
-
-std::size_t Channel::poll(std::span<P2pEvent> out) {
-  auto lock = owner_lock();
-  for (int i = 0; i < kMaxProgressCalls && events_.size() < out.size(); ++i) {
-    if (ucp_worker_progress(worker_) == 0) break;
-  }
-  std::size_t n = 0;
-  while (n < out.size() && !events_.empty()) {
-    out[n++] = std::move(events_.front());
-    events_.pop_front();
-  }
-  return n;
-}
-
-void Channel::release(const RecvView& view) {
-  auto lock = owner_lock();
-  held_.erase(view.handle);
-}
-
-void Channel::send_goodbyes() {
-  ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  rp.flags = UCP_AM_SEND_FLAG_EAGER;
-  for (Peer& p : peers_) {
-    if (p.rank == rank_ || p.ep == nullptr || p.failed) continue;
-    // The header (rank_) outlives the request: the worker goes first.
-    ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, kByeId, &rank_, sizeof rank_, nullptr, 0, &rp);
-    if (UCS_PTR_IS_ERR(req)) {
-      p.failed = true;  // closed by force; nothing to wait for
-    } else if (req != nullptr) {
-      ucp_request_free(req);  // the endpoint's flush waits for it
-    }
-  }
-}
-
-Channel::SendOp* Channel::take_send_op() {
-  std::unique_ptr<SendOp> op;
-  if (spare_sends_.empty()) {
-    op = std::make_unique<SendOp>();
-    op->channel = this;
-  } else {
-    op = std::move(spare_sends_.back());
-    spare_sends_.pop_back();
-  }
-  SendOp* raw = op.get();
-  sends_.emplace(raw, std::move(op));
-  return raw;
-}
-
-void Channel::recycle(SendOp* op) {
-  auto node = sends_.extract(op);
-  if (op->reg != nullptr) {
-    cache_->end_send(op->reg);
-    op->reg = nullptr;
-  }
-  op->header.clear();
-  op->copy.clear();
-  // Keep a few for reuse; a large copy buffer is not worth keeping around.
-  if (spare_sends_.size() < 64 && op->copy.capacity() <= 64 * 1024) {
-    spare_sends_.push_back(std::move(node.mapped()));
-  }
-}
-
-}  // namespace ibbcast::ucx
-
-namespace ibbcast::ucx {
-
-Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
-  // Every endpoint connects now, while every rank is here progressing: later a
-  // rank may stop progressing (done with a broadcast, busy elsewhere), and a
-  // connection opened lazily by the first stage-2 send would then never
-  // complete — observed as a stalled ring with 8 ranks. The lower rank of a
-  // pair greets first and the higher one answers, so no pair opens its TCP
-  // connections from both ends at once; that is a precaution, not a fix for
-  // an observed failure.
-  hello_from_.assign(size_, false);
-  std::vector<bool> greeted(size_, false);
-  std::vector<void*> reqs;
-  ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  rp.flags = UCP_AM_SEND_FLAG_EAGER;
-  auto greet = [&](uint32_t r) -> Status {
-    greeted[r] = true;
-    ucs_status_ptr_t req =
-        ucp_am_send_nbx(peers_[r].ep, kHelloId, &rank_, sizeof rank_, nullptr, 0, &rp);
-    if (UCS_PTR_IS_ERR(req)) {
-      return make_error(Errc::kDeviceLost, "ucx: greeting rank " + std::to_string(r) + ": " +
-                                               ucs_status_string(UCS_PTR_STATUS(req)));
-    }
-    if (req != nullptr) reqs.push_back(req);
-    return Status::ok();
-  };
-  for (uint32_t r = rank_ + 1; r < size_; ++r)
-    IBBCAST_RETURN_IF_ERROR(greet(r));
-  for (;;) {
-    // Sleep on the worker's event fd when nothing moved: the peers wiring up
-    // share our cores (4 ranks on 2 cores spent group creation spinning here).
-    if (ucp_worker_progress(worker_) == 0) nap(deadline);
-    for (uint32_t r = 0; r < rank_; ++r) {
-      if (hello_from_[r] && !greeted[r]) IBBCAST_RETURN_IF_ERROR(greet(r));
-    }
-    std::erase_if(reqs, reap);
-    if (reqs.empty() && hellos_ + 1 >= size_) return Status::ok();
-    if (std::chrono::steady_clock::now() > deadline) {
-      for (void* req : reqs)
-        ucp_request_cancel(worker_, req);
-      return make_error(Errc::kTimedOut, "ucx: wire-up: heard from " + std::to_string(hellos_) +
-                                             " of " + std::to_string(size_ - 1) + " peers");
-    }
-  }
 }
 
 }  // namespace ibbcast::ucx
