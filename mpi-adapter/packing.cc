@@ -31,43 +31,48 @@ Result<Layout> layout(MPI_Datatype type) {
   return l;
 }
 
-}  // namespace
-
-Status pack_all(const void* buffer, MPI_Count count, MPI_Datatype type, std::span<std::byte> out,
-                MPI_Comm comm) {
+/// Calls step(element offset, elements, packed offset, packed bytes) for
+/// each run; the first error ends it.
+template <typename Step>
+Status for_each_run(MPI_Datatype type, MPI_Count count, Step step) {
   auto l = layout(type);
   if (!l) return l.status();
   for (MPI_Count k = 0; k < count;) {
     const auto m = static_cast<int>(std::min<MPI_Count>(l->per_run, count - k));
-    const auto bytes = static_cast<int>(l->size * m);
-    int pos = 0;
-    const auto* from = static_cast<const char*>(buffer) + static_cast<MPI_Aint>(k) * l->extent;
-    std::byte* to = out.data() + static_cast<std::size_t>(l->size) * static_cast<std::size_t>(k);
-    if (PMPI_Pack(from, m, type, to, bytes, &pos, comm) != MPI_SUCCESS || pos != bytes) {
-      return make_error(Errc::kInternal, "MPI_Pack did not produce the type size");
-    }
+    IBBCAST_RETURN_IF_ERROR(step(static_cast<MPI_Aint>(k) * l->extent, m,
+                                 static_cast<std::size_t>(l->size * k),
+                                 static_cast<int>(l->size * m)));
     k += m;
   }
   return Status::ok();
 }
 
+}  // namespace
+
+Status pack_all(const void* buffer, MPI_Count count, MPI_Datatype type, std::span<std::byte> out,
+                MPI_Comm comm) {
+  return for_each_run(type, count, [&](MPI_Aint at, int m, std::size_t off, int bytes) {
+    int pos = 0;
+    if (PMPI_Pack(static_cast<const char*>(buffer) + at, m, type, out.data() + off, bytes, &pos,
+                  comm) != MPI_SUCCESS ||
+        pos != bytes) {
+      return make_error(Errc::kInternal, "MPI_Pack did not produce the type size");
+    }
+    return Status::ok();
+  });
+}
+
 Status unpack_all(std::span<const std::byte> in, void* buffer, MPI_Count count, MPI_Datatype type,
                   MPI_Comm comm) {
-  auto l = layout(type);
-  if (!l) return l.status();
-  for (MPI_Count k = 0; k < count;) {
-    const auto m = static_cast<int>(std::min<MPI_Count>(l->per_run, count - k));
-    const auto bytes = static_cast<int>(l->size * m);
+  return for_each_run(type, count, [&](MPI_Aint at, int m, std::size_t off, int bytes) {
     int pos = 0;
-    const std::byte* from =
-        in.data() + static_cast<std::size_t>(l->size) * static_cast<std::size_t>(k);
-    char* to = static_cast<char*>(buffer) + static_cast<MPI_Aint>(k) * l->extent;
-    if (PMPI_Unpack(from, bytes, &pos, to, m, type, comm) != MPI_SUCCESS || pos != bytes) {
+    if (PMPI_Unpack(in.data() + off, bytes, &pos, static_cast<char*>(buffer) + at, m, type, comm) !=
+            MPI_SUCCESS ||
+        pos != bytes) {
       return make_error(Errc::kInternal, "MPI_Unpack did not consume the type size");
     }
-    k += m;
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 }  // namespace ibbcast::mpi

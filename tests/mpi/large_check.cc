@@ -26,9 +26,16 @@ uint8_t at(std::size_t i) {
   return static_cast<uint8_t>((i * 131) ^ (i >> 17));
 }
 
-void fill(unsigned char* p, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i)
-    p[i] = at(i);
+/// The root's buffer holds the pattern, the others' 0xEE.
+std::unique_ptr<unsigned char[]> prepare(std::size_t n, int root) {
+  std::unique_ptr<unsigned char[]> p(new unsigned char[n]);
+  if (g_rank == root) {
+    for (std::size_t i = 0; i < n; ++i)
+      p[i] = at(i);
+  } else {
+    std::memset(p.get(), 0xEE, n);
+  }
+  return p;
 }
 
 void contiguous_case(int root) {
@@ -37,12 +44,7 @@ void contiguous_case(int root) {
   MPI_Datatype mib;
   MPI_Type_contiguous(static_cast<int>(kElement), MPI_BYTE, &mib);
   MPI_Type_commit(&mib);
-  std::unique_ptr<unsigned char[]> buf(new unsigned char[kBytes]);
-  if (g_rank == root) {
-    fill(buf.get(), kBytes);
-  } else {
-    std::memset(buf.get(), 0xEE, kBytes);
-  }
+  std::unique_ptr<unsigned char[]> buf = prepare(kBytes, root);
   const double t0 = MPI_Wtime();
   check(MPI_Bcast(buf.get(), kElements, mib, root, MPI_COMM_WORLD) == MPI_SUCCESS,
         "contiguous: MPI_Bcast returned an error");
@@ -65,12 +67,7 @@ void strided_case(int root) {
   const std::size_t span = static_cast<std::size_t>(extent) * (kElements - 1) +
                            std::size_t{kBlocks - 1} * kStride + kBlock;
   const std::size_t payload = std::size_t{kElements} * kBlocks * kBlock;
-  std::unique_ptr<unsigned char[]> buf(new unsigned char[span]);
-  if (g_rank == root) {
-    fill(buf.get(), span);
-  } else {
-    std::memset(buf.get(), 0xEE, span);
-  }
+  std::unique_ptr<unsigned char[]> buf = prepare(span, root);
   const double t0 = MPI_Wtime();
   check(MPI_Bcast(buf.get(), kElements, vec, root, MPI_COMM_WORLD) == MPI_SUCCESS,
         "strided: MPI_Bcast returned an error");
@@ -96,12 +93,7 @@ void strided_case(int root) {
 void large_count_case(int root) {
   const MPI_Count n = (MPI_Count{1} << 31) + 5;
   const auto bytes = static_cast<std::size_t>(n);
-  std::unique_ptr<unsigned char[]> buf(new unsigned char[bytes]);
-  if (g_rank == root) {
-    fill(buf.get(), bytes);
-  } else {
-    std::memset(buf.get(), 0xEE, bytes);
-  }
+  std::unique_ptr<unsigned char[]> buf = prepare(bytes, root);
   check(MPI_Bcast_c(buf.get(), n, MPI_BYTE, root, MPI_COMM_WORLD) == MPI_SUCCESS,
         "MPI_Bcast_c returned an error");
   std::size_t bad = 0;
