@@ -2,7 +2,8 @@
 // rank 0 sends a 4 MiB buffer to rank 1 in fragments of 1.4 KiB (an Ethernet
 // MTU's), 8 KiB and 60 KiB (udp_max_datagram=60000) — with the buffer
 // registered (register_memory: every send passes UCX its memory handle; the
-// cache makes each later call a hit) or not. Two ranks as two threads of
+// cache makes each later call a hit) or not, and the receiver taking each
+// payload where UCX holds it (split_messages) or copying it out. Two ranks as two threads of
 // this process, each with its own UCP context, over UCX_TLS=tcp (what this
 // machine has; on InfiniBand UCX would pick RC and the handle saves its own
 // registration lookup per send). One iteration = the whole buffer received.
@@ -27,10 +28,11 @@ struct Pair {
   std::atomic<bool> stop{false};
   std::thread receiver;
 
-  Pair() {
+  explicit Pair(bool split) {
     auto fabric = loopback::make_fabric(2);
     Options o;
     o.transports = "tcp";
+    o.split_messages = split;
     std::unique_ptr<Channel> peer;
     std::thread t([&] {
       auto boot = loopback::make_bootstrap(fabric, 1);
@@ -48,7 +50,9 @@ struct Pair {
         const std::size_t n = p->poll(events);
         for (std::size_t i = 0; i < n; ++i) {
           if (events[i].kind != P2pEvent::Kind::kMessage) continue;
-          received.fetch_add(events[i].message.bytes.size(), std::memory_order_release);
+          const RecvView& v = events[i].message;
+          received.fetch_add(v.bytes.size() + v.payload.size() + v.trailer.size(),
+                             std::memory_order_release);
           p->release(events[i].message);
         }
       }
@@ -67,7 +71,7 @@ struct Pair {
 void BM_UcxStage2(benchmark::State& state) {
   const auto fragment = static_cast<std::size_t>(state.range(0));
   const bool registered = state.range(1) != 0;
-  Pair pair;
+  Pair pair(state.range(2) != 0);
   if (!pair.sender) {
     state.SkipWithError("no UCX channel");
     return;
@@ -114,8 +118,8 @@ void BM_UcxStage2(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_UcxStage2)
-    ->ArgsProduct({{1404, 8192, 60000}, {0, 1}})
-    ->ArgNames({"fragment", "registered"})
+    ->ArgsProduct({{1404, 8192, 60000}, {0, 1}, {0, 1}})
+    ->ArgNames({"fragment", "registered", "split"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -135,10 +135,24 @@ void Engine::take_datagram(bool decoded, const Frame& f, Reject why, Nanos now) 
 }
 
 void Engine::on_message(uint32_t from, std::span<const std::byte> bytes, Nanos now) {
-  ++stats_.messages_received;
   Frame f;
   Reject why{};
-  if (!decode_frame(bytes, &f, &why, id_.auth != nullptr)) {
+  const bool decoded = decode_frame(bytes, &f, &why, id_.auth != nullptr);
+  take_message(from, decoded, f, why, now);
+}
+
+void Engine::on_message_parts(uint32_t from, std::span<const std::byte> head,
+                              std::span<const std::byte> payload,
+                              std::span<const std::byte> trailer, Nanos now) {
+  Frame f;
+  Reject why{};
+  const bool decoded = decode_frame_parts(head, payload, trailer, &f, &why, id_.auth != nullptr);
+  take_message(from, decoded, f, why, now);
+}
+
+void Engine::take_message(uint32_t from, bool decoded, const Frame& f, Reject why, Nanos now) {
+  ++stats_.messages_received;
+  if (!decoded) {
     ++stats_.rejected[static_cast<std::size_t>(why)];
     return;
   }

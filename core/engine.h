@@ -74,6 +74,10 @@ class Engine {
                          std::span<const std::byte> trailer, Nanos now);
   /// A reliable message arrived from `from`.
   void on_message(uint32_t from, std::span<const std::byte> bytes, Nanos now);
+  /// The same frame in three pieces (RecvView::split): no copy to join them.
+  void on_message_parts(uint32_t from, std::span<const std::byte> head,
+                        std::span<const std::byte> payload, std::span<const std::byte> trailer,
+                        Nanos now);
   /// A send the driver popped with completed=false has finished.
   void on_send_complete(uint64_t op, Nanos now);
   /// A peer is dead or unreachable: every pending op fails, later posts fail.
@@ -120,6 +124,7 @@ class Engine {
   struct Early;
 
   void take_datagram(bool decoded, const Frame& f, Reject why, Nanos now);
+  void take_message(uint32_t from, bool decoded, const Frame& f, Reject why, Nanos now);
   void handle(const Frame& f, bool reliable, uint32_t from, Nanos now);
   bool authentic(const Frame& f);
   void deliver(Op& op, const Frame& f, bool reliable, Nanos now);

@@ -169,7 +169,12 @@ bool Group::pump_receives(Nanos now) {
     switch (e.kind) {
       case P2pEvent::Kind::kMessage:
         if (landing_op_ != 0) check_message(e.message.bytes, now);
-        engine_->on_message(e.peer, e.message.bytes, now);
+        if (e.message.split) {
+          engine_->on_message_parts(e.peer, e.message.bytes, e.message.payload, e.message.trailer,
+                                    now);
+        } else {
+          engine_->on_message(e.peer, e.message.bytes, now);
+        }
         p2p_->release(e.message);
         break;
       case P2pEvent::Kind::kSendComplete:

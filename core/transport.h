@@ -49,7 +49,23 @@ struct RecvView {
   bool landed = false;
   uint32_t slot = 0;
   std::span<const std::byte> payload{}, trailer{};
+  /// A reliable message in three pieces where the channel holds them (UCX's
+  /// own receive buffer for the payload): the frame is `bytes` (its header),
+  /// then `payload`, then `trailer`. Channels do this only when asked
+  /// (ucx::Options::split_messages); frame_bytes() joins the pieces.
+  bool split = false;
 };
+
+/// The whole frame of `v` (a copy when it came in pieces): for consumers
+/// that want one span, such as tests.
+inline std::vector<std::byte> frame_bytes(const RecvView& v) {
+  std::vector<std::byte> f(v.bytes.begin(), v.bytes.end());
+  if (v.split || v.landed) {
+    f.insert(f.end(), v.payload.begin(), v.payload.end());
+    f.insert(f.end(), v.trailer.begin(), v.trailer.end());
+  }
+  return f;
+}
 
 /// Where a receiver's multicast datagrams may land straight in its buffer
 /// (zero-copy receives). The channel expects the zone's datagrams in order:

@@ -22,6 +22,7 @@ std::function<ChannelResult()> ucx_factory(Bootstrap& boot, const ucx::UcxConfig
 #if IBBCAST_HAVE_UCX
     ucx::Options options;
     options.config = config;
+    options.split_messages = true;  // the group takes the payload where UCX holds it
     auto ch = ucx::Channel::create(boot, options);
     if (!ch) return ch.status();
     return std::unique_ptr<P2pChannel>(std::move(*ch));

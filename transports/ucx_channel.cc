@@ -75,6 +75,7 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   }
   if (config != nullptr) ucp_config_release(config);
   if (local) ch->start_registration(options.config);
+  ch->split_ = options.split_messages;
   if (local) {
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -138,6 +139,7 @@ Channel::~Channel() {
   closing_ = true;
   if (worker_ != nullptr) {
     close_endpoints();
+    release_ucx_data();
     // Requests still pending die with the worker; their records are owned
     // by members, which outlive this call.
     ucp_worker_destroy(worker_);
@@ -245,12 +247,36 @@ void Channel::deliver(uint32_t peer, uint64_t seq, Buffer buffer) {
     e.kind = P2pEvent::Kind::kMessage;
     e.peer = peer;
     e.message = RecvView{std::span<const std::byte>(held.data.get(), held.size), peer, handle};
+    if (held.ucx_data != nullptr) {
+      const auto* payload = static_cast<const std::byte*>(held.ucx_data);
+      if (held.size == 0) {
+        e.message.bytes = {payload, held.payload_len};  // a frame sent whole
+      } else {
+        e.message.split = true;
+        e.message.bytes = {held.data.get(), held.head_len};
+        e.message.payload = {payload, held.payload_len};
+        e.message.trailer = {held.data.get() + held.head_len, held.size - held.head_len};
+      }
+    }
     events_.push_back(std::move(e));
     ++p.next_recv_seq;
     auto next = p.early.find(p.next_recv_seq);
     if (next == p.early.end()) break;
     buffer = std::move(next->second);
     p.early.erase(next);
+  }
+}
+
+void Channel::release_ucx_data() {
+  for (auto& entry : held_) {
+    if (entry.second.ucx_data != nullptr) ucp_am_data_release(worker_, entry.second.ucx_data);
+  }
+  held_.clear();
+  for (Peer& p : peers_) {
+    for (auto& entry : p.early) {
+      if (entry.second.ucx_data != nullptr) ucp_am_data_release(worker_, entry.second.ucx_data);
+    }
+    p.early.clear();
   }
 }
 

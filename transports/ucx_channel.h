@@ -44,6 +44,11 @@ struct Options {
   std::string transports;
   /// Registration of broadcast buffers (ucx_register*, ucx_config.h).
   UcxConfig config;
+  /// Eager messages of kSplitMin bytes or more arrive as split RecvViews:
+  /// the payload stays in UCX's receive buffer until released, instead of
+  /// being copied next to its header. For consumers that handle
+  /// RecvView::split (the group does; make_fabric_transport asks for it).
+  bool split_messages = false;
 };
 
 class UnmapWatch;
@@ -103,10 +108,14 @@ class Channel : public P2pChannel {
   static constexpr unsigned kHelloId = 0x1bc;  ///< wire-up greeting
   static constexpr unsigned kByeId = 0x1bd;    ///< "my channel is closing"
 
-  /// An owned message: [frame header | payload | frame trailer].
+  /// An owned message: [frame header | payload | frame trailer]; or, with
+  /// `ucx_data`, [header | trailer] here (head_len bytes of header) and the
+  /// payload in UCX's buffer, released by ucp_am_data_release.
   struct Buffer {
     std::unique_ptr<std::byte[]> data;
     std::size_t size = 0;
+    void* ucx_data = nullptr;
+    std::size_t head_len = 0, payload_len = 0;
   };
   struct Peer {
     Channel* channel = nullptr;
@@ -154,6 +163,8 @@ class Channel : public P2pChannel {
   void wait_requests(std::vector<std::pair<void*, Peer*>>& reqs,
                      std::chrono::steady_clock::time_point deadline);
   void deliver(uint32_t peer, uint64_t seq, Buffer buffer);
+  /// Gives UCX back the payloads still held (held_, early), before the worker goes.
+  void release_ucx_data();
   void fail_peer(uint32_t peer, const std::string& why);
   SendOp* take_send_op();
   void recycle(SendOp* op);
@@ -168,6 +179,7 @@ class Channel : public P2pChannel {
   ucp_worker* worker_ = nullptr;
   int efd_ = -1;
   std::size_t max_am_header_ = 0;
+  bool split_ = false;  ///< Options::split_messages
   bool closing_ = false;
   uint32_t hellos_ = 0;           // wire-up greetings received
   std::vector<bool> hello_from_;  // wire-up greetings received, by rank

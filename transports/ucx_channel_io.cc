@@ -15,6 +15,9 @@ namespace {
 // application) while its predecessor still forwards stage-2 copies to it;
 // rendezvous would wait for it.
 constexpr std::size_t kEagerLimit = 256 * 1024;
+// Smaller eager payloads are copied even with split_messages: UCX's receive
+// buffers are worth more than a copy of a few hundred bytes.
+constexpr std::size_t kSplitMin = 512;
 // Beyond this many sends in flight, send() reports back-pressure instead of
 // letting UCX queue without bound.
 constexpr std::size_t kMaxInflightSends = 4096;
@@ -99,10 +102,22 @@ struct Channel::Glue {
     if (header_length < sizeof h) return UCS_OK;  // not ours: drop
     std::memcpy(&h, header, sizeof h);
     if (h.from >= ch->size_ || sizeof h + h.head_len + h.tail_len != header_length) return UCS_OK;
+    const auto* extra = static_cast<const std::byte*>(header) + sizeof h;
     Buffer b;
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0 && ch->split_ && length >= kSplitMin) {
+      // Keep UCX's buffer (UCS_INPROGRESS) rather than copying the payload
+      // next to its header and trailer; release() gives it back.
+      b.size = h.head_len + h.tail_len;
+      b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
+      std::memcpy(b.data.get(), extra, b.size);
+      b.ucx_data = data;
+      b.head_len = h.head_len;
+      b.payload_len = length;
+      ch->deliver(h.from, h.seq, std::move(b));
+      return UCS_INPROGRESS;
+    }
     b.size = h.head_len + length + h.tail_len;
     b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
-    const auto* extra = static_cast<const std::byte*>(header) + sizeof h;
     std::memcpy(b.data.get(), extra, h.head_len);
     std::memcpy(b.data.get() + h.head_len + length, extra + h.head_len, h.tail_len);
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
@@ -158,7 +173,9 @@ Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride
   };
   IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kHelloId, on_hello, this, 0));
   IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kByeId, on_bye, this, 0));
-  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kAmId, &Glue::on_am, this, UCP_AM_FLAG_WHOLE_MSG));
+  // PERSISTENT_DATA: an eager payload may be kept past the handler (split_).
+  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kAmId, &Glue::on_am, this,
+                                      UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA));
   ucs_status_t s;
   for (uint32_t r = 0; r < size_; ++r) {
     ucp_ep_params_t ep{};

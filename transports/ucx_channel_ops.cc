@@ -89,7 +89,10 @@ std::size_t Channel::poll(std::span<P2pEvent> out) {
 
 void Channel::release(const RecvView& view) {
   auto lock = owner_lock();
-  held_.erase(view.handle);
+  auto it = held_.find(view.handle);
+  if (it == held_.end()) return;
+  if (it->second.ucx_data != nullptr) ucp_am_data_release(worker_, it->second.ucx_data);
+  held_.erase(it);
 }
 
 Channel::SendOp* Channel::take_send_op() {

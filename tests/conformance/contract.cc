@@ -155,7 +155,7 @@ Status reliable_channel_is_ordered(Transport& transport, Bootstrap& boot) {
         --pending;
       } else {
         const auto want = message(pred, next);
-        const auto& b = ev[i].message.bytes;
+        const auto b = frame_bytes(ev[i].message);  // one span, also when split
         const bool same =
             ev[i].peer == pred && std::equal(want.begin(), want.end(), b.begin(), b.end());
         c.release(ev[i].message);
@@ -231,9 +231,7 @@ Status event_fd_wakes_a_sleeper(Transport& transport, Bootstrap& boot) {
     }
     std::vector<P2pEvent> seen;
     Status got = drain(c, seen, [&] { return !seen.empty(); });
-    if (got && (seen[0].kind != P2pEvent::Kind::kMessage ||
-                !std::equal(m.begin(), m.end(), seen[0].message.bytes.begin(),
-                            seen[0].message.bytes.end()))) {
+    if (got && (seen[0].kind != P2pEvent::Kind::kMessage || frame_bytes(seen[0].message) != m)) {
       got = fail(Errc::kCorrupt, "the waking message is not the one sent");
     }
     if (got && seen[0].kind == P2pEvent::Kind::kMessage) c.release(seen[0].message);
