@@ -1,6 +1,7 @@
 // The UCX channel around its data path: the wire-up greetings that open every
 // endpoint while all ranks are present, the goodbyes of a closing channel,
-// polling and releasing, and the pool of send records.
+// delivery in order, polling and releasing, failures, and the pool of send
+// records.
 #include <ucp/api/ucp.h>
 
 #include "transports/ucx_channel.h"
@@ -121,6 +122,65 @@ void Channel::recycle(SendOp* op) {
   if (spare_sends_.size() < 64 && op->copy.capacity() <= 64 * 1024) {
     spare_sends_.push_back(std::move(node.mapped()));
   }
+}
+
+void Channel::deliver(uint32_t peer, uint64_t seq, Buffer buffer) {
+  Peer& p = peers_[peer];
+  if (seq < p.next_recv_seq) return;  // cannot happen with UCX's reliability; be safe
+  if (seq > p.next_recv_seq) {
+    p.early.emplace(seq, std::move(buffer));
+    return;
+  }
+  for (;;) {
+    const uint64_t handle = next_handle_++;
+    Buffer& held = held_[handle] = std::move(buffer);
+    P2pEvent e;
+    e.kind = P2pEvent::Kind::kMessage;
+    e.peer = peer;
+    e.message = RecvView{std::span<const std::byte>(held.data.get(), held.size), peer, handle};
+    if (held.ucx_data != nullptr) {
+      const auto* payload = static_cast<const std::byte*>(held.ucx_data);
+      if (held.size == 0) {
+        e.message.bytes = {payload, held.payload_len};  // a frame sent whole
+      } else {
+        e.message.split = true;
+        e.message.bytes = {held.data.get(), held.head_len};
+        e.message.payload = {payload, held.payload_len};
+        e.message.trailer = {held.data.get() + held.head_len, held.size - held.head_len};
+      }
+    }
+    events_.push_back(std::move(e));
+    ++p.next_recv_seq;
+    auto next = p.early.find(p.next_recv_seq);
+    if (next == p.early.end()) break;
+    buffer = std::move(next->second);
+    p.early.erase(next);
+  }
+}
+
+void Channel::release_ucx_data() {
+  for (auto& entry : held_) {
+    if (entry.second.ucx_data != nullptr) ucp_am_data_release(worker_, entry.second.ucx_data);
+  }
+  held_.clear();
+  for (Peer& p : peers_) {
+    for (auto& entry : p.early) {
+      if (entry.second.ucx_data != nullptr) ucp_am_data_release(worker_, entry.second.ucx_data);
+    }
+    p.early.clear();
+  }
+}
+
+void Channel::fail_peer(uint32_t peer, const std::string& why) {
+  Peer& p = peers_[peer];
+  if (p.failed) return;  // one kPeerFailed per peer
+  p.failed = true;
+  if (closing_) return;
+  P2pEvent e;
+  e.kind = P2pEvent::Kind::kPeerFailed;
+  e.peer = peer;
+  e.reason = why;
+  events_.push_back(std::move(e));
 }
 
 }  // namespace ibbcast::ucx
