@@ -47,7 +47,8 @@ struct Options {
   /// Eager messages of kSplitMin bytes or more arrive as split RecvViews:
   /// the payload stays in UCX's receive buffer until released, instead of
   /// being copied next to its header. For consumers that handle
-  /// RecvView::split (the group does; make_fabric_transport asks for it).
+  /// RecvView::split (the group does, but make_fabric_transport does not ask
+  /// for it yet: see transports/factory.cc).
   bool split_messages = false;
 };
 
