@@ -1,5 +1,7 @@
-// The UCX channel with ranks as threads of one process, each with its own
-// UCP context and worker; the loopback fabric only provides the bootstrap.
+// The UCX channel's data path with ranks as threads of one process, each
+// with its own UCP context and worker; the loopback fabric only provides the
+// bootstrap. Its life cycle (failures, hand-off, teardown) is in
+// ucx_lifecycle_test.cc.
 #include "transports/ucx_channel.h"
 
 #include <gtest/gtest.h>
@@ -9,9 +11,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
-#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -223,121 +223,6 @@ TEST(UcxChannel, EventFdWakesTheReceiver) {
     }
     EXPECT_EQ(received, 2u) << "no wake-up within 5 s";
     stage = 2;
-  });
-}
-
-// One process cannot kill a rank, so a rank destroys its channel, which
-// closes its TCP connections. UCX 1.13 offers no shared-memory transport with
-// peer error handling (it picks tcp here anyway); "tcp" pins that down on
-// hosts where an RC QP would take its retry timeout to notice.
-TEST(UcxChannel, DestroyedRankIsReportedOnce) {
-  constexpr uint32_t kRanks = 3, kDead = 2;
-  std::atomic<uint32_t> warm{0}, finished{0};
-  run_ranks(kRanks, tcp_only(), [&](uint32_t me, std::unique_ptr<Channel>& chp) {
-    uint32_t received = 0;
-    std::map<uint32_t, int> failures;
-    auto on = [&](P2pEvent& e) {
-      if (e.kind == P2pEvent::Kind::kMessage) ++received;
-      if (e.kind == P2pEvent::Kind::kPeerFailed) ++failures[e.peer];
-    };
-    std::byte b{1};
-    Gather g{{{}, std::span(&b, 1), {}}};
-    for (uint32_t p = 0; p < kRanks; ++p)
-      ASSERT_TRUE(chp->send(p, g, p).is_ok());
-    ASSERT_TRUE(poll_until(*chp, on, [&] { return received == kRanks; }));
-    ++warm;
-    ASSERT_TRUE(poll_until(*chp, on, [&] { return warm.load() == kRanks; }));
-    if (me == kDead) {
-      chp.reset();
-      return;
-    }
-    const auto start = Clock::now();
-    EXPECT_TRUE(poll_until(
-        *chp, on, [&] { return failures[kDead] > 0; }, std::chrono::seconds(10)))
-        << "no kPeerFailed within 10 s";
-    std::printf(
-        "rank %u saw the failure after %lld ms\n", me,
-        static_cast<long long>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()));
-    auto r = chp->send(kDead, g, 99);
-    ASSERT_FALSE(r.is_ok());
-    EXPECT_EQ(r.status().code(), Errc::kPeerFailed) << r.status().to_string();
-    // The survivors still talk, and nobody else is reported.
-    ASSERT_TRUE(chp->send(1 - me, g, 7).is_ok());
-    EXPECT_TRUE(poll_until(*chp, on, [&] { return received == kRanks + 1; }));
-    ++finished;
-    EXPECT_TRUE(poll_until(*chp, on, [&] { return finished.load() == kRanks - 1; }));
-    EXPECT_EQ(failures[kDead], 1);
-    EXPECT_EQ(failures.size(), 1u);
-  });
-}
-
-// A rank that handed off and then never calls again (it waits in another
-// library's collective for the receiver) still delivers everything it
-// accepted: more than the kernel's socket buffers hold, so without the
-// hand-off thread the receiver would starve.
-TEST(UcxChannel, HandedOffSendsArriveWithoutTheSendersCalls) {
-  constexpr uint32_t kMessages = 128;
-  constexpr std::size_t kSize = 200 * 1024;  // eager: completes before the receiver takes it
-  std::atomic<bool> all_received{false};
-  run_ranks(2, {}, [&](uint32_t me, std::unique_ptr<Channel>& chp) {
-    if (me == 0) {
-      // Each message its own buffer: a send not yet complete still reads it.
-      std::vector<std::vector<std::byte>> msgs(kMessages, std::vector<std::byte>(kSize));
-      for (uint32_t i = 0; i < kMessages; ++i) {
-        for (std::size_t b = 0; b < kSize; b += 4096)
-          msgs[i][b] = std::byte(mix(0, i, static_cast<uint32_t>(b)));
-        ASSERT_TRUE(chp->send(1, Gather{{{}, msgs[i], {}}}, i).is_ok());
-      }
-      chp->hand_off();
-      // Away: no call of any kind until the receiver has it all.
-      while (!all_received.load())
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      return;
-    }
-    // The receiver comes late, so the sender's buffers are full when it leaves.
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    uint32_t got = 0, wrong = 0;
-    EXPECT_TRUE(poll_until(
-        *chp,
-        [&](P2pEvent& e) {
-          if (e.kind != P2pEvent::Kind::kMessage) return;
-          const auto& bytes = e.message.bytes;
-          if (bytes.size() != kSize) {
-            ++wrong;
-          } else {
-            for (std::size_t b = 0; b < kSize; b += 4096)
-              if (bytes[b] != std::byte(mix(0, got, static_cast<uint32_t>(b)))) ++wrong;
-          }
-          ++got;
-        },
-        [&] { return got == kMessages; }))
-        << "received " << got << " of " << kMessages;
-    EXPECT_EQ(wrong, 0u);
-    all_received = true;
-  });
-}
-
-// A peer that stopped progressing cannot make teardown hang: what it never
-// takes is cancelled after the bounded flush.
-TEST(UcxChannel, TeardownIsBoundedWhenAPeerStalls) {
-  std::atomic<bool> gone{false};
-  run_ranks(2, {}, [&](uint32_t me, std::unique_ptr<Channel>& chp) {
-    if (me == 1) {
-      while (!gone.load())
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      return;
-    }
-    std::vector<std::byte> big(1 << 20, std::byte{3});
-    for (uint64_t i = 0; i < 8; ++i)
-      ASSERT_TRUE(chp->send(1, Gather{{{}, big, {}}}, i).is_ok());
-    std::array<P2pEvent, 16> events;
-    for (int i = 0; i < 100; ++i)
-      chp->poll(events);
-    const auto start = Clock::now();
-    chp.reset();
-    EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
-    gone = true;
   });
 }
 
