@@ -4,53 +4,12 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include "tests/unit/engine_fixtures.h"
 
 namespace ibbcast {
 namespace {
 
-constexpr uint64_t kSession = 0xABCDEF0123456789ull;
-constexpr uint32_t kFrag = 256;
-
-EngineIdentity ident(uint32_t rank, uint32_t size) {
-  EngineIdentity id;
-  id.rank = rank;
-  id.size = size;
-  id.session = kSession;
-  id.fragment_size = kFrag;
-  id.multicast_ok = true;
-  return id;
-}
-
-EngineConfig two_stage() {
-  EngineConfig c;
-  c.algorithm = Algorithm::kTwoStage;
-  return c;
-}
-
-std::vector<std::byte> frame(const Action& a) {
-  std::vector<std::byte> v(a.header.begin(), a.header.end());
-  v.insert(v.end(), a.payload.begin(), a.payload.end());
-  v.insert(v.end(), a.trailer.begin(), a.trailer.end());
-  return v;
-}
-
-// Drains every action of `e`, returning the frames (multicast first flag).
-std::vector<std::pair<Action::Kind, std::vector<std::byte>>> drain(Engine& e, Nanos now) {
-  std::vector<std::pair<Action::Kind, std::vector<std::byte>>> out;
-  while (const Action* a = e.front_action()) {
-    out.emplace_back(a->kind, frame(*a));
-    e.pop_action(true, now);
-  }
-  return out;
-}
-
-std::vector<std::byte> bytes(std::size_t n, int seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i)
-    v[i] = static_cast<std::byte>((i * 7 + seed) & 0xff);
-  return v;
-}
+using namespace engine_test;
 
 TEST(Engine, RootMulticastsThenForwardsToItsSuccessor) {
   Engine root(two_stage(), ident(0, 4));
@@ -215,64 +174,6 @@ TEST(Engine, EmptyBroadcastConsumesNoBidAndBadRootIsRejected) {
   rx.on_message(0, frames[1].second, Nanos(1));  // the root's ring copy
   EXPECT_EQ(rx.state(*id), OpState::kDone);
   EXPECT_EQ(dst, src);
-}
-
-}  // namespace
-}  // namespace ibbcast
-
-namespace ibbcast {
-namespace {
-
-// Zero-copy receives: a payload the NIC already put in its place is checked
-// there and not copied; one elsewhere is copied, and a fragment landed in
-// another fragment's place is copied to its own.
-TEST(Engine, PayloadInItsPlaceIsNotCopied) {
-  Engine root(two_stage(), ident(0, 2)), recv(two_stage(), ident(1, 2));
-  auto src = bytes(3 * kFrag + 5, 3);
-  ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
-  auto frames = drain(root, Nanos(0));
-  std::vector<std::byte> dst(src.size());
-  auto id = recv.post(0, dst, Nanos(0));
-  ASSERT_TRUE(id.is_ok());
-  auto info = recv.landing_info(*id);
-  ASSERT_TRUE(info.has_value());
-  EXPECT_EQ(info->frags, 4u);
-  EXPECT_EQ(info->trailer_size, 4u);  // the CRC: checksum on, auth off
-  auto land = [&](const std::vector<std::byte>& f, uint32_t place) {
-    const std::size_t len = f.size() - kHeaderSize - 4;
-    std::memcpy(dst.data() + place * kFrag, f.data() + kHeaderSize, len);  // "the NIC"
-    recv.on_datagram_parts(std::span(f).first(kHeaderSize),
-                           std::span<const std::byte>(dst).subspan(place * kFrag, len),
-                           std::span(f).last(4), Nanos(1));
-  };
-  land(frames[0].second, 0);  // in place
-  // An owned prefix is left out of a zone; an owned fragment after a gap
-  // would be in one, so then no zone at all.
-  ASSERT_TRUE(recv.landing_info(*id).has_value());
-  EXPECT_EQ(recv.landing_info(*id)->first, 1u);
-  land(frames[3].second, 3);  // the short last one, in place
-  EXPECT_EQ(recv.stats().zero_copy_receives, 2u);
-  EXPECT_EQ(recv.stats().copies, 0u);
-  EXPECT_FALSE(recv.landing_info(*id).has_value());  // owns 0 and 3: not a prefix
-  land(frames[2].second, 1);  // fragment 2 landed in place 1: copied to place 2
-  EXPECT_EQ(recv.stats().copies, 1u);
-  recv.on_datagram(frames[1].second, Nanos(1));  // contiguous: copied to place 1
-  EXPECT_EQ(recv.stats().copies, 2u);
-  EXPECT_EQ(recv.stats().zero_copy_receives, 2u);
-  EXPECT_EQ(dst, src);
-  // Stage 2 from the root completes the op (ring copies consumed).
-  for (auto& [kind, f] : frames)
-    if (kind == Action::Kind::kReliable) recv.on_message(0, f, Nanos(2));
-  EXPECT_EQ(recv.state(*id), OpState::kDone);
-}
-
-TEST(Engine, NoLandingForTheRootOrAnOpOwningFragments) {
-  Engine root(two_stage(), ident(0, 2));
-  auto src = bytes(2 * kFrag, 4);
-  auto id = root.post(0, src, Nanos(0));
-  ASSERT_TRUE(id.is_ok());
-  EXPECT_FALSE(root.landing_info(*id).has_value());
-  EXPECT_FALSE(root.landing_info(*id + 100).has_value());
 }
 
 }  // namespace
