@@ -183,12 +183,14 @@ std::optional<Engine::LandingInfo> Engine::landing_info(uint64_t id) const {
       !op->schedule.uses_multicast()) {
     return std::nullopt;
   }
-  // A place holding an owned fragment must never be given to the NIC: only
-  // an owned prefix (the early datagrams, in order) is left out.
-  uint32_t first = 0;
-  while (first < op->frags && op->owns(first))
-    ++first;
-  if (first != op->owned_count || first == op->frags) return std::nullopt;
+  // A place holding an owned fragment must never be given to the NIC: the
+  // zone starts after the last owned one. The early datagrams came in order,
+  // so those still to come are for later fragments; the gaps that loss left
+  // below it are repaired by stage-2 copies.
+  uint32_t first = op->frags;
+  while (first > 0 && !op->owns(first - 1))
+    --first;
+  if (first == op->frags) return std::nullopt;
   const uint32_t trailer = id_.auth ? kAuthTagSize : cfg_.checksum ? kCrcSize : 0;
   return LandingInfo{op->bid, first, op->frags, id_.fragment_size, static_cast<uint32_t>(trailer)};
 }

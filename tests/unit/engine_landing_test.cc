@@ -35,14 +35,13 @@ TEST(Engine, PayloadInItsPlaceIsNotCopied) {
                            std::span(f).last(4), Nanos(1));
   };
   land(frames[0].second, 0);  // in place
-  // An owned prefix is left out of a zone; an owned fragment after a gap
-  // would be in one, so then no zone at all.
+  // The zone starts after the last owned fragment.
   ASSERT_TRUE(recv.landing_info(*id).has_value());
   EXPECT_EQ(recv.landing_info(*id)->first, 1u);
   land(frames[3].second, 3);  // the short last one, in place
   EXPECT_EQ(recv.stats().zero_copy_receives, 2u);
   EXPECT_EQ(recv.stats().copies, 0u);
-  EXPECT_FALSE(recv.landing_info(*id).has_value());  // owns 0 and 3: not a prefix
+  EXPECT_FALSE(recv.landing_info(*id).has_value());  // owns the last: nothing after it
   land(frames[2].second, 1);  // fragment 2 landed in place 1: copied to place 2
   EXPECT_EQ(recv.stats().copies, 1u);
   recv.on_datagram(frames[1].second, Nanos(1));  // contiguous: copied to place 1
@@ -53,6 +52,36 @@ TEST(Engine, PayloadInItsPlaceIsNotCopied) {
   for (auto& [kind, f] : frames)
     if (kind == Action::Kind::kReliable) recv.on_message(0, f, Nanos(2));
   EXPECT_EQ(recv.state(*id), OpState::kDone);
+}
+
+// Loss leaves gaps among the datagrams that came before the receiver
+// entered: the zone starts after the last owned fragment, and never covers
+// an owned one.
+TEST(Engine, ZoneStartsAfterTheLastOwnedFragment) {
+  Engine root(two_stage(), ident(0, 2)), recv(two_stage(), ident(1, 2));
+  auto src = bytes(6 * kFrag, 5);
+  ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
+  auto frames = drain(root, Nanos(0));
+  // Fragments 0 and 2 arrived early, 1 was lost.
+  recv.on_datagram(frames[0].second, Nanos(0));
+  recv.on_datagram(frames[2].second, Nanos(0));
+  std::vector<std::byte> dst(src.size());
+  auto id = recv.post(0, dst, Nanos(1));
+  ASSERT_TRUE(id.is_ok());
+  auto info = recv.landing_info(*id);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->first, 3u);
+  EXPECT_EQ(info->frags, 6u);
+  recv.on_datagram(frames[4].second, Nanos(2));  // 3 lost too
+  ASSERT_TRUE(recv.landing_info(*id).has_value());
+  EXPECT_EQ(recv.landing_info(*id)->first, 5u);
+  recv.on_datagram(frames[5].second, Nanos(2));
+  EXPECT_FALSE(recv.landing_info(*id).has_value());
+  // Stage 2 repairs 1 and 3; every byte arrives.
+  for (auto& [kind, f] : frames)
+    if (kind == Action::Kind::kReliable) recv.on_message(0, f, Nanos(3));
+  EXPECT_EQ(recv.state(*id), OpState::kDone);
+  EXPECT_EQ(dst, src);
 }
 
 TEST(Engine, NoLandingForTheRootOrAnOpOwningFragments) {
