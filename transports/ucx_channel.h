@@ -11,6 +11,7 @@
 //
 // UCX handles are forward-declared so that includers need no UCX headers.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -47,8 +48,7 @@ struct Options {
   /// Eager messages of kSplitMin bytes or more arrive as split RecvViews:
   /// the payload stays in UCX's receive buffer until released, instead of
   /// being copied next to its header. For consumers that handle
-  /// RecvView::split (the group does, but make_fabric_transport does not ask
-  /// for it yet: see transports/factory.cc).
+  /// RecvView::split: make_fabric_transport asks for it, as groups do.
   bool split_messages = false;
 };
 
@@ -202,6 +202,8 @@ class Channel : public P2pChannel {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool owner_away_ = false;
+  /// Owner calls waiting for mu_: a busy helper gives the lock up to them.
+  std::atomic<int> owners_waiting_{0};
   bool stopping_ = false;
   int wake_fd_ = -1;  // eventfd: interrupts the helper's sleep at shutdown
   std::thread helper_;

@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "transports/ucx_channel.h"
 
@@ -50,7 +51,9 @@ void Channel::stop_helper() {
 }
 
 std::unique_lock<std::mutex> Channel::owner_lock() {
+  ++owners_waiting_;
   std::unique_lock lock(mu_);
+  --owners_waiting_;
   owner_away_ = false;
   return lock;
 }
@@ -73,9 +76,15 @@ void Channel::helper_loop() {
       if (ucp_worker_progress(worker_) == 0) break;
       ++did;
     }
-    // Busy: let the owner in if it is waiting, then go on.
+    // Busy: let the owner in if it is waiting, then go on. Unlocking and
+    // locking again is not enough: the mutex is not fair, and this thread,
+    // already running, wins it back nearly every time — with a peer streaming
+    // stage-2 copies to this rank, the owner waited in owner_lock() for as
+    // long as the stream lasted, and its successors timed out (stage_tree).
     if (did == kHelperBurst || ucp_worker_arm(worker_) == UCS_ERR_BUSY) {
       lock.unlock();
+      while (owners_waiting_.load() != 0)
+        std::this_thread::yield();
       lock.lock();
       continue;
     }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "tests/unit/ucx_ranks.h"
@@ -111,6 +112,97 @@ TEST(UcxChannel, HandedOffSendsArriveWithoutTheSendersCalls) {
         << "received " << got << " of " << kMessages;
     EXPECT_EQ(wrong, 0u);
     all_received = true;
+  });
+}
+
+// While peers stream to a rank whose owner handed off, its helper receives
+// for it; the owner's next call must still get in, and every message arrive
+// byte-exact (eager payloads of several UCX fragments, held in UCX's buffers
+// while the owner is away). The owner once waited in owner_lock() for the
+// whole stream (the mutex is not fair): the stage tests with split messages
+// stalled on it 3 times of 3. Threads in one process do not keep the helper
+// busy enough to show that here; this guards the rest. The receiver stops the
+// streams once its own call returned, so "in time" means before the senders
+// ran out of messages, not a time.
+TEST(UcxChannel, OwnerGetsBackInWhilePeersStream) {
+  constexpr uint32_t kRanks = 4, kReceiver = 1;
+  constexpr uint64_t kCap = 4000;  // each stream's length if nobody stops it
+  constexpr std::size_t kSize = 60000;
+  std::atomic<bool> stop{false}, all_received{false};
+  std::atomic<uint32_t> senders_done{0};
+  std::array<std::atomic<uint64_t>, kRanks> sent_by{};
+  Options split;
+  split.split_messages = true;  // held payloads: UCX grows its pools, the helper slows
+  run_ranks(kRanks, split, [&](uint32_t me, std::unique_ptr<Channel>& chp) {
+    std::array<P2pEvent, 16> events;
+    if (me != kReceiver) {
+      // A send not yet complete still reads its buffer: each keeps its own.
+      std::unordered_map<uint64_t, std::vector<std::byte>> inflight;
+      auto reap = [&] {
+        std::size_t n = chp->poll(events);
+        for (std::size_t i = 0; i < n; ++i)
+          if (events[i].kind == P2pEvent::Kind::kSendComplete) inflight.erase(events[i].token);
+      };
+      uint64_t sent = 0;
+      while (!stop.load() && sent < kCap) {
+        std::vector<std::byte> msg(kSize);
+        for (std::size_t b = 0; b < kSize; ++b)
+          msg[b] = pattern(static_cast<uint32_t>(sent * kRanks + me), b);
+        auto r = chp->send(kReceiver, Gather{{{}, msg, {}}}, sent);
+        if (r.is_ok()) {
+          if (!*r) inflight.emplace(sent, std::move(msg));
+          ++sent;
+        } else {
+          ASSERT_EQ(r.status().code(), Errc::kAgain) << r.status().to_string();
+        }
+        reap();
+      }
+      sent_by[me] = sent;
+      ++senders_done;
+      while (!all_received.load())  // UCX may still hold some of them
+        reap();
+      return;
+    }
+    // However the receiver leaves (an assertion too), the senders may stop.
+    struct Release {
+      std::atomic<bool>& flag;
+      ~Release() { flag = true; }
+    } release{all_received};
+    std::array<uint64_t, kRanks> got{};
+    uint64_t wrong = 0;
+    auto on = [&](P2pEvent& e) {
+      if (e.kind != P2pEvent::Kind::kMessage) return;
+      const auto bytes = frame_bytes(e.message);
+      const uint32_t index = static_cast<uint32_t>(got[e.peer]++ * kRanks + e.peer);
+      if (bytes.size() != kSize) {
+        ++wrong;
+        return;
+      }
+      for (std::size_t b = 0; b < kSize; ++b)
+        if (bytes[b] != pattern(index, b)) ++wrong;
+    };
+    auto total = [&] { return got[0] + got[2] + got[3]; };
+    ASSERT_TRUE(poll_until(*chp, on, [&] { return total() >= 300; }));
+    chp->hand_off();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the helper takes the streams
+    std::size_t n = chp->poll(events);                            // the owner is back
+    const bool in_time = senders_done.load() == 0;
+    stop = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      on(events[i]);
+      if (events[i].kind == P2pEvent::Kind::kMessage) chp->release(events[i].message);
+    }
+    EXPECT_TRUE(in_time) << "the owner's call returned only after a peer sent all " << kCap
+                         << " messages";
+    ASSERT_TRUE(poll_until(*chp, on,
+                           [&] {
+                             if (senders_done.load() != kRanks - 1) return false;
+                             for (uint32_t r = 0; r < kRanks; ++r)
+                               if (r != kReceiver && got[r] != sent_by[r].load()) return false;
+                             return true;
+                           }))
+        << "received " << total() << " messages";
+    EXPECT_EQ(wrong, 0u);
   });
 }
 
