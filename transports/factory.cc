@@ -22,9 +22,8 @@ std::function<ChannelResult()> ucx_factory(Bootstrap& boot, const ucx::UcxConfig
 #if IBBCAST_HAVE_UCX
     ucx::Options options;
     options.config = config;
-    // Not split_messages yet: with it, stage_tree stalls in the ring (a rank
-    // stops forwarding) when malloc fills new memory (MALLOC_PERTURB_, as
-    // meson test sets it); until that is understood, groups get whole frames.
+    // Groups take stage-2 payloads where UCX received them (RecvView::split).
+    options.split_messages = true;
     auto ch = ucx::Channel::create(boot, options);
     if (!ch) return ch.status();
     return std::unique_ptr<P2pChannel>(std::move(*ch));
