@@ -110,7 +110,9 @@ const std::array<ConfigField<EngineConfig>, 15> kTable = {{
     bool_field<&EngineConfig::print_statistics>("print_statistics", "off",
                                                 "print per-group statistics at teardown"),
     duration_field<&EngineConfig::timeout>(
-        "timeout", "10s", "a broadcast that makes no progress this long fails (dead peer)"),
+        "timeout", "0us",
+        "a broadcast that gets nothing from a live peer this long fails; 0 = no deadline (a dead "
+        "peer fails it anyway)"),
     uint_field<&EngineConfig::early_datagrams>(
         "early_datagrams", "4096", "multicast datagrams kept for broadcasts not yet entered"),
     {"knomial_radix", "4", "radix of the k-nomial tree, 2..64", parse_radix,

@@ -25,7 +25,10 @@ struct EngineConfig {
   bool checksum = true;               ///< CRC32C trailer on multicast datagrams
   bool auth = false;                  ///< authenticated frames (core/auth.h)
   bool print_statistics = false;      ///< print per-group statistics at teardown
-  Duration timeout = std::chrono::seconds(10);  ///< no progress for this long → kTimedOut
+  /// A broadcast that gets nothing from a live peer for this long fails with
+  /// kTimedOut; 0 (the default): no deadline, as MPI has none. Dead peers
+  /// fail broadcasts without it (the reliable channel's kPeerFailed).
+  Duration timeout{0};
   uint32_t early_datagrams = 4096;  ///< bound on buffered multicast datagrams of future bcasts
   uint32_t knomial_radix = 4;
   uint32_t fibo_s = 1;  ///< Fibo-tree send cost (model units)

@@ -140,7 +140,7 @@ void Engine::on_tick(Nanos now) {
       start_root(op, now);
       continue;
     }
-    if (now - op.last_progress >= cfg_.timeout) {
+    if (cfg_.timeout.count() > 0 && now - op.last_progress >= cfg_.timeout) {
       fail(op, make_error(Errc::kTimedOut,
                           "broadcast " + std::to_string(op.bid) + " (root " +
                               std::to_string(op.root) + ", " + std::to_string(op.buffer.size()) +
@@ -149,7 +149,8 @@ void Engine::on_tick(Nanos now) {
                               std::to_string(op.owned_count) + "/" + std::to_string(op.frags) +
                               " fragments" + ring_note(op.ring_received, op.ring_expected) + ", " +
                               std::to_string(op.inflight) +
-                              " sends in flight — a peer is dead, partitioned or not calling"));
+                              " sends in flight — a peer is dead, partitioned, or alive but not "
+                              "calling (timeout is set: IBBCAST_TIMEOUT=0 waits for it)"));
     }
   }
 }
@@ -159,7 +160,7 @@ Nanos Engine::next_deadline() const {
   for (const auto& p : ops_) {
     if (p->done) continue;
     if (p->is_root && !p->started) t = std::min(t, p->release_at);
-    t = std::min(t, p->last_progress + cfg_.timeout);
+    if (cfg_.timeout.count() > 0) t = std::min(t, p->last_progress + cfg_.timeout);
   }
   return t;
 }

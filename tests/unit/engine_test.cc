@@ -149,6 +149,19 @@ TEST(Engine, NoProgressForTheTimeoutFailsWithTimedOut) {
   EXPECT_EQ(st.code(), Errc::kTimedOut);
 }
 
+TEST(Engine, WithoutATimeoutAQuietPeerIsWaitedFor) {
+  // The default: MPI sets no deadline on a broadcast, and a rank may enter
+  // an hour after its peers.
+  EngineConfig cfg = two_stage();
+  ASSERT_EQ(cfg.timeout, Duration(0));
+  Engine rx(cfg, ident(1, 3));
+  std::vector<std::byte> dst(kFrag);
+  auto id = rx.post(0, dst, Nanos(0));
+  EXPECT_EQ(rx.next_deadline(), Nanos::max());
+  rx.on_tick(std::chrono::hours(2));
+  EXPECT_EQ(rx.state(*id), OpState::kPending);
+}
+
 TEST(Engine, PeerFailureFailsPendingAndLaterPosts) {
   Engine rx(two_stage(), ident(1, 3));
   std::vector<std::byte> dst(kFrag);

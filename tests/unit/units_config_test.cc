@@ -204,7 +204,7 @@ TEST(Config, LoadEnvSetsValuesAndOrigin) {
   EXPECT_EQ(origin, "env");
   EXPECT_EQ(RowValue(cfg, "checksum", &origin), "off");
   EXPECT_EQ(origin, "env");
-  EXPECT_EQ(RowValue(cfg, "timeout", &origin), "10s");
+  EXPECT_EQ(RowValue(cfg, "timeout", &origin), "0us");
   EXPECT_EQ(origin, "default");
 }
 
