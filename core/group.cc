@@ -19,6 +19,15 @@ Group::~Group() {
     log_info("group rank " + std::to_string(rank()) + "/" + std::to_string(size()) +
              " statistics\n" + engine_->stats().to_string());
   }
+  if (p2p_) {
+    // A rank that finished every broadcast leaves without failing anyone:
+    // peers that have not entered the last one yet still get what it sent
+    // them (the channel lingers for that). One that did not finish fails
+    // its peers at once instead of leaving them waiting.
+    const bool clean = !engine_ || (engine_->pending_ops() == 0 && engine_->stats().errors == 0 &&
+                                    engine_->group_status().is_ok());
+    p2p_->depart(clean, engine_ ? engine_->config().timeout : Nanos(0));
+  }
 }
 
 Status Group::bcast(uint32_t root, void* buffer, std::size_t n) {
@@ -46,6 +55,7 @@ Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
   // register it (an empty region when it has nothing to do).
   MemoryRegion p2p_region = register_p2p(span);
   auto req = engine_->post(root, span, monotonic_now());
+  if (!req) p2p_->hand_off();  // back to the application at once
   if (req && zero_copy && root != rank()) land(*req, span, region);
   if (req && !region.empty()) regions_.emplace(*req, std::move(region));
   if (req && !p2p_region.empty()) p2p_regions_.emplace(*req, std::move(p2p_region));

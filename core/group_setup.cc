@@ -178,6 +178,9 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
     g->calibration_ = c;
   }
   g->engine_ = std::make_unique<Engine>(effective, id);
+  // Back to the application, which may compute for a long time before its
+  // first broadcast while its peers already send to it (or, done, leave).
+  g->p2p_->hand_off();
   return g;
 }
 

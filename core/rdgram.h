@@ -107,6 +107,7 @@ class DatagramP2p final : public P2pChannel {
   std::size_t poll(std::span<P2pEvent> out) override;
   void release(const RecvView& view) override;
   void hand_off() override {}
+  void depart(bool, Nanos) override {}
   /// Whether segments to some peer await acknowledgement (a caller that
   /// stops polling then must keep something polling: see dpdk's channel).
   bool busy() const;

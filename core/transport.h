@@ -191,6 +191,15 @@ class P2pChannel {
   /// nothing to do. Pure virtual on purpose: a wrapper that forgot to forward
   /// it silently stranded a rank's last sends (found by the MPI adapter).
   virtual void hand_off() = 0;
+  /// Called once, right before the channel is destroyed with its group.
+  /// `clean`: this rank finished every broadcast it posted, so its peers owe
+  /// it nothing and its departure is no failure; otherwise the peers fail
+  /// their broadcasts at once rather than wait for it. Destruction then
+  /// lingers until every live peer has taken what this rank sent it (a rank
+  /// that returned first, the root, may be destroyed while a peer has not
+  /// entered the broadcast yet), for `linger` at most (0: no bound — the
+  /// peer is alive; a dead one ends the wait). Pure virtual like hand_off.
+  virtual void depart(bool clean, Nanos linger) = 0;
   /// Registers a broadcast's buffer for the call (the group holds the region
   /// until the request is reported): sends of bytes inside it may then skip
   /// the channel's own registration or copy. An empty region: nothing to do.

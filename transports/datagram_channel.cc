@@ -66,6 +66,10 @@ class DatagramChannel final : public P2pChannel {
     }
     cv_.notify_one();
   }
+  void depart(bool clean, Nanos linger) override {
+    auto lock = owner_lock();
+    inner_->depart(clean, linger);
+  }
 
  private:
   std::unique_lock<std::mutex> owner_lock() {

@@ -152,6 +152,9 @@ class FaultyP2p final : public P2pChannel {
   void hand_off() override {
     if (!s_->dead) inner_->hand_off();
   }
+  void depart(bool clean, Nanos linger) override {
+    if (!s_->dead) inner_->depart(clean, linger);
+  }
   Result<MemoryRegion> register_memory(std::span<std::byte> r) override {
     return inner_->register_memory(r);
   }

@@ -161,6 +161,7 @@ class P2pLoop final : public P2pChannel {
   }
   // Sends land in the receiver's queue synchronously: nothing to push.
   void hand_off() override {}
+  void depart(bool, Nanos) override {}
 
  private:
   std::shared_ptr<Fabric> f_;

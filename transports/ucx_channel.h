@@ -62,14 +62,15 @@ class Channel : public P2pChannel {
   /// handler. All ranks fail together when any rank fails to set up, so no
   /// rank is left waiting in a collective.
   static Result<std::unique_ptr<Channel>> create(Bootstrap& bootstrap, const Options& options);
-  /// Says goodbye to every live peer and keeps the endpoints open until each
-  /// of them is closing too (or has failed): to UCX a closed connection is a
-  /// failed peer, and a rank that finished a broadcast first (the root) must
-  /// not fail the ranks still completing it. Meanwhile the endpoints are
-  /// flushed. After 1 s at most the endpoints are closed anyway (by force
-  /// where the flush did not finish or the peer failed), so peers still busy
-  /// then see this rank fail; closing waits 1 s at most more. Then destroys
-  /// the worker and the context.
+  /// Says goodbye to every live peer (whether this rank finished every
+  /// broadcast: depart()) and keeps the endpoints open until each live peer
+  /// has acknowledged it, which it does once it holds every message this
+  /// rank sent before it. To UCX a closed connection is a failed peer; a
+  /// peer that said goodbye is not failed but gone, so a rank that finished
+  /// first (the root) never fails a rank that enters the broadcast later.
+  /// The wait is bounded by depart()'s linger when set; a live peer that does
+  /// not progress (stopped, descheduled) is otherwise waited for, a dead one
+  /// ends the wait. Then destroys the worker and the context.
   ~Channel() override;
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
@@ -91,6 +92,9 @@ class Channel : public P2pChannel {
   /// that waits for the peer, which may itself wait for this rank in the
   /// application's next collective (seen with MPICH).
   void hand_off() override;
+  /// Whether the goodbye says "finished" (see ~Channel), and the bound on
+  /// waiting for acknowledgements (0: none).
+  void depart(bool clean, Nanos linger) override;
   /// Registers `range` (ucp_mem_map) through the registration cache, from
   /// ucx_register_min bytes on; stage-2 sends of bytes inside it pass UCX
   /// the memory handle. An empty region when registration is off or the
@@ -104,10 +108,11 @@ class Channel : public P2pChannel {
 
  private:
   struct Glue;  // the UCX callbacks (ucx_channel_io.cc)
-  // Active-message ids: the frames, and two that never reach the user.
+  // Active-message ids: the frames, and three that never reach the user.
   static constexpr unsigned kAmId = 0x1bb;
-  static constexpr unsigned kHelloId = 0x1bc;  ///< wire-up greeting
-  static constexpr unsigned kByeId = 0x1bd;    ///< "my channel is closing"
+  static constexpr unsigned kHelloId = 0x1bc;   ///< wire-up greeting
+  static constexpr unsigned kByeId = 0x1bd;     ///< "my channel is closing" (Goodbye)
+  static constexpr unsigned kByeAckId = 0x1be;  ///< "I hold all you sent before it"
 
   /// An owned message: [frame header | payload | frame trailer]; or, with
   /// `ucx_data`, [header | trailer] here (head_len bytes of header) and the
@@ -118,13 +123,29 @@ class Channel : public P2pChannel {
     void* ucx_data = nullptr;
     std::size_t head_len = 0, payload_len = 0;
   };
+  /// A goodbye: who, whether it finished every broadcast, and how many
+  /// messages it sent the receiver before it.
+  struct Goodbye {
+    uint32_t from = 0;
+    uint32_t clean = 0;
+    uint64_t seq = 0;
+  };
   struct Peer {
     Channel* channel = nullptr;
     uint32_t rank = 0;
     ucp_ep* ep = nullptr;
     bool failed = false;
-    /// It said goodbye: its channel is being destroyed and waits for ours.
-    bool closing = false;
+    /// It said goodbye: its group is gone. Sends to it are dropped (it needs
+    /// nothing more), its endpoint closing later is no failure.
+    bool departed = false;
+    bool left_clean = false;  ///< and it had finished every broadcast
+    /// Its goodbye awaits our acknowledgement, sent once the first bye_seq
+    /// messages from it have been delivered.
+    bool ack_owed = false;
+    uint64_t bye_seq = 0;
+    /// It acknowledged our goodbye: it holds every message we sent it.
+    bool acked = false;
+    Goodbye bye;  ///< ours to it: UCX reads it until the endpoint closes
     uint64_t next_send_seq = 0;
     uint64_t next_recv_seq = 0;
     /// Messages that completed ahead of an earlier one (rendezvous still
@@ -155,10 +176,13 @@ class Channel : public P2pChannel {
   /// Frees a finished UCX request; false while it is still in progress.
   static bool reap(void* request);
   void close_endpoints();
-  /// Tells every live peer that this channel is closing (ucx_channel_io.cc).
+  /// Tells every live peer that this channel is closing.
   void send_goodbyes();
-  /// Whether a live peer has not said goodbye yet.
-  bool awaiting_goodbyes() const;
+  void on_goodbye(const Goodbye& bye);
+  /// Sends the acknowledgements owed whose messages are all delivered.
+  void send_acks();
+  /// Whether a live peer that has not left yet still has to acknowledge.
+  bool awaiting_acks() const;
   /// Sleeps on the event fd until UCX has something to do, 5 ms at most.
   void nap(std::chrono::steady_clock::time_point deadline);
   void wait_requests(std::vector<std::pair<void*, Peer*>>& reqs,
@@ -182,6 +206,9 @@ class Channel : public P2pChannel {
   std::size_t max_am_header_ = 0;
   bool split_ = false;  ///< Options::split_messages
   bool closing_ = false;
+  bool depart_clean_ = true;  ///< depart()
+  Nanos linger_{0};
+  bool acks_owed_ = false;        ///< some peer's ack_owed
   uint32_t hellos_ = 0;           // wire-up greetings received
   std::vector<bool> hello_from_;  // wire-up greetings received, by rank
   std::vector<Peer> peers_;       // sized once: UCX error callbacks hold pointers into it

@@ -76,6 +76,7 @@ void Channel::helper_loop() {
       if (ucp_worker_progress(worker_) == 0) break;
       ++did;
     }
+    send_acks();  // a closing peer waits for them
     // Busy: let the owner in if it is waiting, then go on. Unlocking and
     // locking again is not enough: the mutex is not fair, and this thread,
     // already running, wins it back nearly every time — with a peer streaming

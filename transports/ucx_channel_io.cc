@@ -78,14 +78,24 @@ Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride
   };
   auto on_bye = [](void* arg, const void* header, size_t header_length, void*, size_t,
                    const ucp_am_recv_param_t*) {
+    Goodbye bye;
+    if (header_length == sizeof bye) {
+      std::memcpy(&bye, header, sizeof bye);
+      static_cast<Channel*>(arg)->on_goodbye(bye);
+    }
+    return UCS_OK;
+  };
+  auto on_bye_ack = [](void* arg, const void* header, size_t header_length, void*, size_t,
+                       const ucp_am_recv_param_t*) {
     auto* ch = static_cast<Channel*>(arg);
     uint32_t from = ch->size_;
     if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
-    if (from < ch->size_) ch->peers_[from].closing = true;
+    if (from < ch->size_) ch->peers_[from].acked = true;
     return UCS_OK;
   };
   IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kHelloId, on_hello, this, 0));
   IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kByeId, on_bye, this, 0));
+  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kByeAckId, on_bye_ack, this, 0));
   // PERSISTENT_DATA: an eager payload may be kept past the handler (split_).
   IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kAmId, &Glue::on_am, this,
                                       UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA));
@@ -114,6 +124,8 @@ Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
     return make_error(Errc::kInvalidArgument, "ucx: no rank " + std::to_string(peer));
   }
   Peer& p = peers_[peer];
+  // It left the group, finished with every broadcast: it needs nothing more.
+  if (p.left_clean) return true;
   if (p.failed || p.ep == nullptr) {
     return make_error(Errc::kPeerFailed, "ucx: rank " + std::to_string(peer) + " has failed");
   }

@@ -1,7 +1,6 @@
 // The UCX channel around its data path: the wire-up greetings that open every
-// endpoint while all ranks are present, the goodbyes of a closing channel,
-// delivery in order, polling and releasing, failures, and the pool of send
-// records.
+// endpoint while all ranks are present, delivery in order, polling and
+// releasing, failures, and the pool of send records.
 #include <ucp/api/ucp.h>
 
 #include "transports/ucx_channel.h"
@@ -59,27 +58,12 @@ Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
   }
 }
 
-void Channel::send_goodbyes() {
-  ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  rp.flags = UCP_AM_SEND_FLAG_EAGER;
-  for (Peer& p : peers_) {
-    if (p.rank == rank_ || p.ep == nullptr || p.failed) continue;
-    // The header (rank_) outlives the request: the worker goes first.
-    ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, kByeId, &rank_, sizeof rank_, nullptr, 0, &rp);
-    if (UCS_PTR_IS_ERR(req)) {
-      p.failed = true;  // closed by force; nothing to wait for
-    } else if (req != nullptr) {
-      ucp_request_free(req);  // the endpoint's flush waits for it
-    }
-  }
-}
-
 std::size_t Channel::poll(std::span<P2pEvent> out) {
   auto lock = owner_lock();
   for (int i = 0; i < kMaxProgressCalls && events_.size() < out.size(); ++i) {
     if (ucp_worker_progress(worker_) == 0) break;
   }
+  send_acks();
   std::size_t n = 0;
   while (n < out.size() && !events_.empty()) {
     out[n++] = std::move(events_.front());
@@ -175,7 +159,8 @@ void Channel::fail_peer(uint32_t peer, const std::string& why) {
   Peer& p = peers_[peer];
   if (p.failed) return;  // one kPeerFailed per peer
   p.failed = true;
-  if (closing_) return;
+  // A peer that said goodbye closes its endpoints: gone, not failed.
+  if (closing_ || p.departed) return;
   P2pEvent e;
   e.kind = P2pEvent::Kind::kPeerFailed;
   e.peer = peer;

@@ -41,6 +41,7 @@ class WatchedP2p final : public P2pChannel {
   int event_fd() const override { return inner_->event_fd(); }
   Status arm() override { return inner_->arm(); }
   void hand_off() override { inner_->hand_off(); }
+  void depart(bool clean, Nanos linger) override { inner_->depart(clean, linger); }
   Result<MemoryRegion> register_memory(std::span<std::byte> r) override {
     return inner_->register_memory(r);
   }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -23,11 +24,14 @@ std::byte pattern(uint32_t i, std::size_t b) {
   return static_cast<std::byte>((i * 131 + b * 7 + (b >> 8) * 3 + (b >> 16)) & 0xff);
 }
 
-// One process cannot kill a rank, so a rank destroys its channel, which
-// closes its TCP connections. UCX 1.13 offers no shared-memory transport with
-// peer error handling (it picks tcp here anyway); "tcp" pins that down on
-// hosts where an RC QP would take its retry timeout to notice.
-TEST(UcxChannel, DestroyedRankIsReportedOnce) {
+// One process cannot kill a rank, so a rank leaves with a broadcast
+// unfinished (depart(false)) and destroys its channel, which closes its TCP
+// connections: a failure, reported once although both the goodbye and the
+// closed endpoints tell it. (A killed process, which says nothing, is
+// netns_udp_kill0.) UCX 1.13 offers no shared-memory transport with peer
+// error handling (it picks tcp here anyway); "tcp" pins that down on hosts
+// where an RC QP would take its retry timeout to notice.
+TEST(UcxChannel, RankLeavingUnfinishedIsReportedOnce) {
   constexpr uint32_t kRanks = 3, kDead = 2;
   std::atomic<uint32_t> warm{0}, finished{0};
   run_ranks(kRanks, tcp_only(), [&](uint32_t me, std::unique_ptr<Channel>& chp) {
@@ -45,6 +49,7 @@ TEST(UcxChannel, DestroyedRankIsReportedOnce) {
     ++warm;
     ASSERT_TRUE(poll_until(*chp, on, [&] { return warm.load() == kRanks; }));
     if (me == kDead) {
+      chp->depart(false, Nanos(0));
       chp.reset();
       return;
     }
@@ -206,9 +211,95 @@ TEST(UcxChannel, OwnerGetsBackInWhilePeersStream) {
   });
 }
 
-// A peer that stopped progressing cannot make teardown hang: what it never
-// takes is cancelled after the bounded flush.
-TEST(UcxChannel, TeardownIsBoundedWhenAPeerStalls) {
+// A rank that finished (depart(true)) and leaves is gone, not failed: its
+// peers, whose owners are away (handed off, no call at all), still get every
+// message it sent — eager ones and a rendezvous one — after its channel is
+// destroyed, see no failure, and a send to it is consumed (it needs nothing
+// more). Its teardown, unbounded (linger 0), waits for their hand-off
+// threads' acknowledgements only. Before the goodbyes were acknowledged, the
+// leaver closed after 1 s and the others got kPeerFailed (Endpoint timeout):
+// correct MPI programs failed when a rank entered its last broadcast late.
+TEST(UcxChannel, LeavingRankIsGoneNotFailedAndItsMessagesArrive) {
+  constexpr uint32_t kRanks = 3;
+  const std::vector<std::size_t> sizes = {1, 600, 60000, 300 * 1024};  // the last: rendezvous
+  std::atomic<bool> left{false};
+  run_ranks(kRanks, tcp_only(), [&](uint32_t me, std::unique_ptr<Channel>& chp) {
+    if (me == 0) {
+      std::vector<std::vector<std::byte>> msgs;
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        msgs.emplace_back(sizes[i]);
+        for (std::size_t b = 0; b < sizes[i]; ++b)
+          msgs[i][b] = pattern(static_cast<uint32_t>(i), b);
+      }
+      std::set<uint64_t> pending;
+      for (uint32_t p = 1; p < kRanks; ++p) {
+        for (std::size_t i = 0; i < msgs.size(); ++i) {
+          const uint64_t token = p * 100 + i;
+          auto r = chp->send(p, Gather{{{}, msgs[i], {}}}, token);
+          ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+          if (!*r) pending.insert(token);
+        }
+      }
+      // Finished: every send complete (a rendezvous one needs the peer's
+      // helper to fetch it), as a group's broadcasts are before it goes.
+      ASSERT_TRUE(poll_until(
+          *chp,
+          [&](P2pEvent& e) {
+            if (e.kind == P2pEvent::Kind::kSendComplete) pending.erase(e.token);
+          },
+          [&] { return pending.empty(); }));
+      chp->depart(true, Nanos(0));
+      const auto start = Clock::now();
+      chp.reset();
+      EXPECT_LT(Clock::now() - start, kTestTimeout);
+      left = true;
+      return;
+    }
+    chp->hand_off();
+    while (!left.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // Back after the leaver is gone: everything is here, and no failure.
+    std::size_t got = 0, wrong = 0, failures = 0;
+    std::string why;
+    EXPECT_TRUE(poll_until(
+        *chp,
+        [&](P2pEvent& e) {
+          if (e.kind == P2pEvent::Kind::kPeerFailed) {
+            ++failures;
+            why = e.reason;
+          }
+          if (e.kind != P2pEvent::Kind::kMessage) return;
+          const auto bytes = frame_bytes(e.message);
+          if (got >= sizes.size() || bytes.size() != sizes[got]) {
+            ++wrong;
+          } else {
+            for (std::size_t b = 0; b < bytes.size(); ++b)
+              if (bytes[b] != pattern(static_cast<uint32_t>(got), b)) ++wrong;
+          }
+          ++got;
+        },
+        [&] { return got == sizes.size(); }))
+        << "received " << got << " of " << sizes.size();
+    EXPECT_EQ(wrong, 0u);
+    // Whatever else arrives late (the closed endpoints) is no failure either.
+    std::array<P2pEvent, 16> events;
+    for (int i = 0; i < 50; ++i) {
+      for (std::size_t n = chp->poll(events), k = 0; k < n; ++k)
+        if (events[k].kind == P2pEvent::Kind::kPeerFailed) ++failures, why = events[k].reason;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_EQ(failures, 0u) << why;
+    std::byte b{1};
+    auto r = chp->send(0, Gather{{{}, std::span(&b, 1), {}}}, 1);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_TRUE(*r);  // consumed: the rank left
+  });
+}
+
+// A peer that stopped progressing (it never handed off, so nobody answers
+// for it) cannot hold up a teardown with a linger set: what it never takes is
+// cancelled once the linger ends.
+TEST(UcxChannel, TeardownIsBoundedByTheLingerWhenAPeerStalls) {
   std::atomic<bool> gone{false};
   run_ranks(2, {}, [&](uint32_t me, std::unique_ptr<Channel>& chp) {
     if (me == 1) {
@@ -222,6 +313,7 @@ TEST(UcxChannel, TeardownIsBoundedWhenAPeerStalls) {
     std::array<P2pEvent, 16> events;
     for (int i = 0; i < 100; ++i)
       chp->poll(events);
+    chp->depart(true, std::chrono::seconds(1));
     const auto start = Clock::now();
     chp.reset();
     EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
