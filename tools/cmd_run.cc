@@ -5,10 +5,16 @@
 // the namespace fabric (IBBCAST_NETNS_PREFIX set) each rank first moves into
 // its host's namespace. Every rank checks its bytes after every broadcast;
 // rank 0 prints the per-rank table and the exit code says whether all passed.
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "core/env.h"
 #include "core/group.h"
@@ -23,6 +29,59 @@
 
 namespace ibbcast::tool {
 namespace {
+
+// Test hook (--late-rank): this rank stays away from the last broadcast for
+// a while, as a rank computing, sleeping or stopped by a debugger or a job
+// scheduler does, while the others finish it and destroy their groups.
+struct Lateness {
+  uint32_t rank = 0;
+  Duration delay{0};
+  std::string how = "sleep";  ///< sleep | busy | stop
+};
+
+Result<std::optional<Lateness>> parse_lateness(const Args& args, uint32_t size) {
+  const std::string who = option(args, "late-rank", "");
+  if (who.empty()) return std::optional<Lateness>();
+  Lateness l;
+  auto r = parse_uint(who);
+  if (!r || *r >= size) return make_error(Errc::kInvalidArgument, "--late-rank must be < ranks");
+  l.rank = static_cast<uint32_t>(*r);
+  auto d = parse_duration(option(args, "late", "3s"));
+  if (!d) return d.status();
+  l.delay = *d;
+  l.how = option(args, "late-how", "sleep");
+  if (l.how != "sleep" && l.how != "busy" && l.how != "stop") {
+    return make_error(Errc::kInvalidArgument, "--late-how must be sleep, busy or stop");
+  }
+  return std::optional<Lateness>(l);
+}
+
+void stay_away(const Lateness& l) {
+  if (l.how == "sleep") {
+    std::this_thread::sleep_for(l.delay);
+  } else if (l.how == "busy") {
+    // Computing: no call into the library, the CPU kept busy.
+    const auto until = std::chrono::steady_clock::now() + l.delay;
+    volatile uint64_t x = 0;
+    while (std::chrono::steady_clock::now() < until)
+      for (int i = 0; i < 100000; ++i)
+        x = x + static_cast<uint64_t>(i);
+  } else {
+    // Stopped as a whole process (every thread, the channel's helper too),
+    // then continued by a child, as `kill -STOP` / `kill -CONT` would.
+    const pid_t parent = getpid();
+    const pid_t child = fork();
+    if (child == 0) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(l.delay).count();
+      timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+      while (nanosleep(&ts, &ts) != 0) {
+      }
+      kill(parent, SIGCONT);
+      _exit(0);
+    }
+    if (child > 0) raise(SIGSTOP);
+  }
+}
 
 Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
   if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
@@ -44,14 +103,32 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
     t = with_faults(std::move(t), *spec, boot.rank());
   }
   auto ngroups = parse_uint(option(args, "groups", "1"));
-  if (!ngroups || *ngroups < 1 || *ngroups > 8) {
-    return make_error(Errc::kInvalidArgument, "--groups must be 1..8");
+  if (!ngroups || *ngroups < 1 || *ngroups > 16) {
+    return make_error(Errc::kInvalidArgument, "--groups must be 1..16");
   }
   // Several groups on one transport: with a fixed udp_group they share the
   // multicast address and port, and only the session id keeps them apart.
+  // --group-algorithms a,b,...: group k runs the k-th algorithm, and every
+  // group has the same root (one run covers every algorithm at once).
+  std::vector<Algorithm> algorithms;
+  for (std::string list = option(args, "group-algorithms", ""); !list.empty();) {
+    const std::size_t comma = list.find(',');
+    const std::string name = list.substr(0, comma);
+    list = comma == std::string::npos ? "" : list.substr(comma + 1);
+    auto a = parse_algorithm(name);
+    if (!a) return make_error(Errc::kInvalidArgument, "--group-algorithms: unknown '" + name + "'");
+    algorithms.push_back(*a);
+  }
+  if (!algorithms.empty() && algorithms.size() != *ngroups) {
+    return make_error(Errc::kInvalidArgument, "--group-algorithms must name --groups algorithms");
+  }
+  auto late = parse_lateness(args, boot.size());
+  if (!late) return late.status();
   std::vector<std::unique_ptr<Group>> groups;
   for (uint64_t k = 0; k < *ngroups; ++k) {
-    auto g = Group::create(*t, boot, args.engine.value());
+    EngineConfig cfg = args.engine.value();
+    if (!algorithms.empty()) cfg.algorithm = algorithms[k];
+    auto g = Group::create(*t, boot, cfg);
     if (!g) return g.status();
     groups.push_back(std::move(*g));
   }
@@ -82,10 +159,11 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
       for (auto& g : groups)
         (void)g->progress(false, Nanos(0));
     }));
+    if (*late && (*late)->rank == boot.rank() && it + 1 == *iters) stay_away(**late);
     const Nanos t0 = monotonic_now();
     std::vector<uint64_t> reqs;
     for (std::size_t k = 0; k < groups.size(); ++k) {
-      const uint32_t rk = static_cast<uint32_t>((r0 + k) % boot.size());
+      const uint32_t rk = algorithms.empty() ? static_cast<uint32_t>((r0 + k) % boot.size()) : r0;
       buf[k] = boot.rank() == rk ? want[k] : std::vector<std::byte>(*size);
       auto req = groups[k]->ibcast(rk, buf[k].data(), buf[k].size());
       if (!req) return req.status();
@@ -135,8 +213,9 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  auto args = parse_args(
-      argc, argv, {"size", "iterations", "root", "faults", "kill-rank", "groups", "transport"});
+  auto args = parse_args(argc, argv,
+                         {"size", "iterations", "root", "faults", "kill-rank", "groups",
+                          "transport", "group-algorithms", "late-rank", "late", "late-how"});
   if (!args) {
     std::fprintf(stderr, "ibbcast run: %s\n", args.status().to_string().c_str());
     return 2;

@@ -6,6 +6,11 @@
 # that the fault happened and was repaired, from the statistics it prints.
 # Usage: netns_bcast.sh IBBCAST SCENARIO [RANKS]
 #   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared | nojoin | decorator
+#             late (rank LATE_RANK enters the last broadcast LATE late — LATE_HOW sleep, busy or
+#               stop (SIGSTOP, then SIGCONT) — while the others finish it and destroy their groups;
+#               one group per algorithm, all rooted at LATE_ROOT; no timeout: every byte arrives)
+#             late_timeout (the same with IBBCAST_TIMEOUT=1s set: the receivers' old error comes)
+#             kill0 (kill without a timeout: the dead rank still fails the others within seconds)
 #             rawloss20 (dpdk: 20 % of every raw frame dropped, stage 2's unicast frames too)
 #             forge (udp, auth on: a foreign host floods the group; needs FORGER=<forger binary>)
 #             rdforge (dpdk, auth on, stage 2 on the frames channel: a foreign host forges its
@@ -17,6 +22,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed"; exit 77; }
 
 fault="true" after="true" family=ipv4 extra=() launcher="" runopt="" hosts=$ranks
+timeout_env="-x IBBCAST_TIMEOUT=10s"
+all_algorithms=linear,chain,fragmented_chain,binary,binomial,knomial,split_binary,scatter_allgather,fibo_tree,two_stage
+late_opts="--groups 10 --group-algorithms $all_algorithms --root ${LATE_ROOT:-0}"
+late_opts+=" --late-rank ${LATE_RANK:-1} --late ${LATE:-3s} --late-how ${LATE_HOW:-sleep}"
 case $scenario in
   clean) ;;
   loss5) fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 5' ;;
@@ -60,6 +69,11 @@ case $scenario in
   kill)  # rank 3 dies by SIGKILL mid-broadcast; all multicast lost, so 4.. depend on it
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100'
     launcher="--enable-recovery" runopt="--kill-rank 3" ;;
+  kill0)  # the same without a timeout: only the dead process's closed connections tell
+    fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100'
+    launcher="--enable-recovery" runopt="--kill-rank 3" timeout_env="" ;;
+  late) iterations=${ITERATIONS:-3} runopt=$late_opts timeout_env="" ;;
+  late_timeout) iterations=${ITERATIONS:-3} runopt=$late_opts timeout_env="-x IBBCAST_TIMEOUT=1s" ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 case $transport in
@@ -80,7 +94,7 @@ trap 'rm -f "$out"' EXIT
 "$here/support/netns_run.sh" - "$hosts" "${extra[@]}" -- bash -c "
   $fault || exit 3
   timeout 300 mpirun --allow-run-as-root --oversubscribe $launcher -np $ranks \
-    -x IBBCAST_NETNS_PREFIX -x IBBCAST_TIMEOUT=10s ${IBB_MPIRUN_ENV:-} \
+    -x IBBCAST_NETNS_PREFIX $timeout_env ${IBB_MPIRUN_ENV:-} \
     '$bin' run --size 200k --iterations $iterations --udp-interface eth0 --udp-family $family \
     $runopt
   rc=\$?
@@ -88,7 +102,7 @@ trap 'rm -f "$out"' EXIT
   exit \$rc" >"$out" 2>&1
 rc=$?
 cat "$out"
-if [[ $scenario == kill ]]; then
+if [[ $scenario == kill || $scenario == kill0 ]]; then
   # Every survivor reports by itself: ok with its bytes checked, or an error
   # (peer_failed / timed_out) well within the timeout; ranks behind the dead
   # one cannot have completed.
@@ -97,7 +111,11 @@ if [[ $scenario == kill ]]; then
     [[ $r -eq 3 ]] && continue
     line=$(grep "^rank $r result:" "$out") || { echo "FAIL: rank $r reported nothing (hang?)"; fails=1; continue; }
     ms=$(sed -n 's/.* after \([0-9]*\).*/\1/p' <<<"$line")
-    [[ ${ms:-0} -lt 30000 ]] || { echo "FAIL: rank $r took $ms ms"; fails=1; }
+    limit=30000
+    # Without a timeout nothing but the dead process's closed connections
+    # ends the survivors' wait: it must still come within seconds.
+    [[ $scenario == kill0 ]] && limit=10000
+    [[ ${ms:-0} -lt $limit ]] || { echo "FAIL: rank $r took $ms ms"; fails=1; }
     if [[ $r -gt 3 ]] && grep -q "result: ok" <<<"$line"; then
       echo "FAIL: rank $r completed without its predecessor"; fails=1
     fi
@@ -107,6 +125,15 @@ if [[ $scenario == kill ]]; then
   exit $fails
 fi
 [[ $rc -eq 77 ]] && exit 77
+if [[ $scenario == late_timeout ]]; then
+  # An explicit timeout is a deadline on live peers too: the receivers that
+  # waited past it for the late root fail with it, as before.
+  [[ $rc -ne 0 ]] || { echo "FAIL: the late rank met no deadline although timeout=1s"; exit 1; }
+  grep -q "timed_out.*no progress for 1s" "$out" ||
+    { echo "FAIL: no timed_out error from the 1s timeout"; exit 1; }
+  echo "scenario late_timeout: ok (the explicit timeout failed the waiting ranks)"
+  exit 0
+fi
 [[ $rc -eq 0 ]] || { echo "FAIL: exit status $rc"; exit 1; }
 grep -q '^PASS:' "$out" || { echo "FAIL: no PASS line"; exit 1; }
 line=$(grep '^datagrams:' "$out")
@@ -116,6 +143,12 @@ dup_total=$(awk '$1 ~ /^[0-9]+$/ && NF >= 10 {s += $8} END {print s+0}' "$out")
 expect() { if ! eval "$1"; then echo "FAIL: expected $1 (useful=$useful repaired=$repaired dup=$dup_total)"; exit 1; fi; }
 case $scenario in
   clean | ipv6) expect '[[ $useful -gt 0 ]]' ;;
+  late)
+    # Every rank's bytes were checked (PASS above), in every group: one per
+    # algorithm, so each ran with a rank LATE late, none failed.
+    n=$(grep -c "^PASS:" "$out")
+    expect '[[ $n -ge 1 ]]'
+    grep -E "timed_out|peer_failed" "$out" && { echo "FAIL: an error although every rank was alive"; exit 1; } ;;
   loss5 | loss30) expect '[[ $useful -gt 0 && $repaired -gt 0 ]]' ;;
   loss100) expect '[[ $useful -eq 0 && $repaired -gt 0 ]]' ;;
   partition) expect '[[ $useful -gt 0 && $repaired -gt 0 ]]' ;;
