@@ -5,22 +5,17 @@
 // the namespace fabric (IBBCAST_NETNS_PREFIX set) each rank first moves into
 // its host's namespace. Every rank checks its bytes after every broadcast;
 // rank 0 prints the per-rank table and the exit code says whether all passed.
-#include <signal.h>
-#include <sys/types.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "core/env.h"
 #include "core/group.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/run_report.h"
+#include "tools/stay_away.h"
 #include "transports/bootstrap_select.h"
 #include "transports/factory.h"
 #include "transports/fault.h"
@@ -50,37 +45,10 @@ Result<std::optional<Lateness>> parse_lateness(const Args& args, uint32_t size) 
   if (!d) return d.status();
   l.delay = *d;
   l.how = option(args, "late-how", "sleep");
-  if (l.how != "sleep" && l.how != "busy" && l.how != "stop") {
+  if (!valid_away_mode(l.how)) {
     return make_error(Errc::kInvalidArgument, "--late-how must be sleep, busy or stop");
   }
   return std::optional<Lateness>(l);
-}
-
-void stay_away(const Lateness& l) {
-  if (l.how == "sleep") {
-    std::this_thread::sleep_for(l.delay);
-  } else if (l.how == "busy") {
-    // Computing: no call into the library, the CPU kept busy.
-    const auto until = std::chrono::steady_clock::now() + l.delay;
-    volatile uint64_t x = 0;
-    while (std::chrono::steady_clock::now() < until)
-      for (int i = 0; i < 100000; ++i)
-        x = x + static_cast<uint64_t>(i);
-  } else {
-    // Stopped as a whole process (every thread, the channel's helper too),
-    // then continued by a child, as `kill -STOP` / `kill -CONT` would.
-    const pid_t parent = getpid();
-    const pid_t child = fork();
-    if (child == 0) {
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(l.delay).count();
-      timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
-      while (nanosleep(&ts, &ts) != 0) {
-      }
-      kill(parent, SIGCONT);
-      _exit(0);
-    }
-    if (child > 0) raise(SIGSTOP);
-  }
 }
 
 Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
@@ -159,7 +127,8 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
       for (auto& g : groups)
         (void)g->progress(false, Nanos(0));
     }));
-    if (*late && (*late)->rank == boot.rank() && it + 1 == *iters) stay_away(**late);
+    if (*late && (*late)->rank == boot.rank() && it + 1 == *iters)
+      stay_away((*late)->how, (*late)->delay);
     const Nanos t0 = monotonic_now();
     std::vector<uint64_t> reqs;
     for (std::size_t k = 0; k < groups.size(); ++k) {

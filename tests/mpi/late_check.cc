@@ -11,51 +11,17 @@
 // a line with 0 failed from every rank.
 #include <dlfcn.h>
 #include <mpi.h>
-#include <signal.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
-#include <thread>
 
 #include "tests/mpi/check_util.h"
-
-namespace {
+#include "tools/stay_away.h"
 
 using mpi_check::check;
 using mpi_check::pattern;
-
-void stay_away(const std::string& how, double seconds) {
-  const auto span = std::chrono::duration<double>(seconds);
-  if (how == "sleep") {
-    std::this_thread::sleep_for(span);
-  } else if (how == "busy") {
-    const auto until = std::chrono::steady_clock::now() + span;
-    volatile unsigned long x = 0;
-    while (std::chrono::steady_clock::now() < until)
-      for (int i = 0; i < 100000; ++i)
-        x = x + static_cast<unsigned long>(i);
-  } else {
-    // Stopped whole (every thread, the adapter's too), then continued.
-    const pid_t parent = getpid();
-    const pid_t child = fork();
-    if (child == 0) {
-      const auto ns = static_cast<long long>(seconds * 1e9);
-      timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
-      while (nanosleep(&ts, &ts) != 0) {
-      }
-      kill(parent, SIGCONT);
-      _exit(0);
-    }
-    if (child > 0) raise(SIGSTOP);
-  }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -69,7 +35,7 @@ int main(int argc, char** argv) {
   }
   const std::string how = argv[1], role = argv[3], end = argv[4];
   const double seconds = std::atof(argv[2]);
-  const int late = role == "root" ? np / 2 : role == "middle" ? (np > 2 ? 1 : np - 1) : np - 1;
+  const int late = role == "root" ? np / 2 : role == "middle" ? (np > 2 ? np / 2 : np - 1) : np - 1;
   const int root = role == "root" ? late : 0;
   auto stats = reinterpret_cast<mpi_check::StatsFn>(dlsym(RTLD_DEFAULT, "ibbcast_mpi_comm_stats"));
   check(stats != nullptr, "the adapter is loaded (ibbcast_mpi_comm_stats)");
@@ -83,7 +49,10 @@ int main(int argc, char** argv) {
   check(got == first, "first broadcast");
 
   // Then the late rank stays away; the others enter, finish and leave.
-  if (rank == late) stay_away(how, seconds);
+  if (rank == late) {
+    ibbcast::tool::stay_away(how, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::duration<double>(seconds)));
+  }
   for (int size : {1, 1 << 20}) {
     const auto want = pattern(static_cast<std::size_t>(size), 100 + static_cast<uint64_t>(size));
     std::vector<unsigned char> buf = rank == root ? want : std::vector<unsigned char>(want.size());
