@@ -117,7 +117,8 @@ void Engine::fail(Op& op, Status st) {
   op.status = std::move(st);
   ++stats_.errors;
   // Its queued sends go now; sends already handed to the transport may still
-  // read the buffer until they complete.
+  // read the buffer until they complete, so state() reports the failure only
+  // then (a dead peer's channel completes them with an error).
   if (!jobs_.empty() && jobs_.front().op == &op) action_ready_ = false;
   std::erase_if(jobs_, [&](const Job& j) { return j.op == &op; });
   op.queued_jobs = 0;
@@ -170,6 +171,9 @@ OpState Engine::state(uint64_t id, Status* status) const {
   if (op == nullptr) return OpState::kUnknown;
   if (status != nullptr) *status = op->status;
   if (!op->done) return OpState::kPending;
+  // A failed broadcast is reported only once no send handed to the channel
+  // can still read its buffer: the caller may free it on the error.
+  if (op->failed && op->inflight != 0) return OpState::kPending;
   return op->failed ? OpState::kFailed : OpState::kDone;
 }
 
@@ -203,7 +207,7 @@ std::size_t Engine::pending_ops() const {
 
 void Engine::release(uint64_t id) {
   auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p->id == id; });
-  if (it == ops_.end() || !(*it)->done || (*it)->queued_jobs != 0) return;
+  if (it == ops_.end() || !(*it)->done || (*it)->queued_jobs != 0 || (*it)->inflight != 0) return;
   ops_.erase(it);
 }
 

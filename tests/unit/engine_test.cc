@@ -171,6 +171,37 @@ TEST(Engine, PeerFailureFailsPendingAndLaterPosts) {
   EXPECT_EQ(rx.post(0, dst, Nanos(2)).status().code(), Errc::kPeerFailed);
 }
 
+// The caller may free or reuse its buffer as soon as a broadcast reports an
+// error, so a failure is reported only once no send handed to the channel can
+// still read it (issue 24).
+TEST(Engine, FailureWaitsForTheSendsInFlight) {
+  Engine root(two_stage(), ident(0, 3));
+  std::vector<std::byte> src = bytes(3 * kFrag, 5);
+  auto id = root.post(0, src, Nanos(0));
+  ASSERT_TRUE(id.is_ok());
+  // Hand every frame to the "channel", none completed yet (UCX zero-copy
+  // sends read the buffer until their completion).
+  uint32_t inflight = 0;
+  for (const Action* a; (a = root.front_action()) != nullptr;) {
+    const bool reliable = a->kind == Action::Kind::kReliable;
+    root.pop_action(!reliable, Nanos(1));
+    inflight += reliable ? 1 : 0;
+  }
+  ASSERT_GT(inflight, 1u);
+  root.on_peer_failed(2, "test", Nanos(2));
+  Status st;
+  EXPECT_EQ(root.state(*id, &st), OpState::kPending);
+  root.release(*id);  // refused: the op must stay known while sends read the buffer
+  for (uint32_t k = 1; k < inflight; ++k) {
+    root.on_send_complete(*id, Nanos(3));
+    EXPECT_EQ(root.state(*id), OpState::kPending) << k << " of " << inflight << " completed";
+  }
+  root.on_send_complete(*id, Nanos(4));
+  EXPECT_EQ(root.state(*id, &st), OpState::kFailed);
+  EXPECT_EQ(st.code(), Errc::kPeerFailed);
+  EXPECT_EQ(root.front_action(), nullptr);  // nothing more goes out of the failed op
+}
+
 TEST(Engine, EmptyBroadcastConsumesNoBidAndBadRootIsRejected) {
   Engine root(two_stage(), ident(0, 2)), rx(two_stage(), ident(1, 2));
   std::vector<std::byte> none;
