@@ -1,12 +1,15 @@
 #include "transports/datagram_channel.h"
 
+#include <poll.h>
+#include <time.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
+
+#include "transports/hand_off.h"
 
 namespace ibbcast {
 namespace {
@@ -16,16 +19,14 @@ using Clock = std::chrono::steady_clock;
 class DatagramChannel final : public P2pChannel {
  public:
   DatagramChannel(std::unique_ptr<DatagramP2p> inner, Nanos idle_sleep, Nanos linger)
-      : inner_(std::move(inner)), idle_sleep_(idle_sleep), linger_(linger) {
-    helper_ = std::thread([this] { helper_loop(); });
+      : inner_(std::move(inner)),
+        idle_sleep_(idle_sleep),
+        linger_(linger),
+        helper_([this] { return helper_turn(); }, [this](int wake_fd) { nap(wake_fd); }) {
+    helper_started_ = helper_.start();
   }
   ~DatagramChannel() override {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_one();
-    helper_.join();
+    helper_.stop();
     // Linger until what we sent is acknowledged and every peer said goodbye
     // (each keeps acknowledging meanwhile). Unlike UCX over TCP, unacknowledged
     // segments die with the channel, so the bound is the peer timeout, after
@@ -42,11 +43,11 @@ class DatagramChannel final : public P2pChannel {
     }
   }
   Result<bool> send(uint32_t peer, const Gather& f, uint64_t token) override {
-    auto lock = owner_lock();
+    auto lock = helper_.owner_lock();
     return inner_->send(peer, f, token);
   }
   std::size_t poll(std::span<P2pEvent> out) override {
-    auto lock = owner_lock();
+    auto lock = helper_.owner_lock();
     // Events the helper collected wait here, in order, ahead of new ones.
     std::size_t n = 0;
     while (n < out.size() && !parked_.empty()) {
@@ -56,51 +57,46 @@ class DatagramChannel final : public P2pChannel {
     return n + inner_->poll(out.subspan(n));
   }
   void release(const RecvView& v) override {
-    auto lock = owner_lock();
+    auto lock = helper_.owner_lock();
     inner_->release(v);
   }
   void hand_off() override {
-    {
-      std::lock_guard lock(mu_);
-      away_ = true;
-    }
-    cv_.notify_one();
+    // Without its thread (it could not start) the channel still works while
+    // the owner calls; between calls nothing would resend or acknowledge.
+    if (helper_started_) helper_.hand_off();
   }
   void depart(bool clean, Nanos linger) override {
-    auto lock = owner_lock();
+    auto lock = helper_.owner_lock();
     inner_->depart(clean, linger);
   }
 
  private:
-  std::unique_lock<std::mutex> owner_lock() {
-    std::unique_lock lock(mu_);
-    away_ = false;
-    return lock;
+  // One turn while the owner is away: a bounded batch of what the channel
+  // has (acknowledging, resending, receiving), parked for the owner. A peer
+  // streaming to this rank keeps the batch full; the owner still gets in
+  // between two batches (transports/hand_off.h).
+  bool helper_turn() {
+    std::array<P2pEvent, 16> ev;
+    const std::size_t n = inner_->poll(ev);
+    for (std::size_t i = 0; i < n; ++i)
+      parked_.push_back(std::move(ev[i]));
+    nap_ = inner_->busy() ? idle_sleep_ : Nanos(std::chrono::milliseconds(1));
+    return n == ev.size();
   }
-  void helper_loop() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [this] { return stopping_ || away_; });
-      if (stopping_) return;
-      std::array<P2pEvent, 16> ev;
-      for (std::size_t n; (n = inner_->poll(ev)) != 0;)
-        for (std::size_t i = 0; i < n; ++i)
-          parked_.push_back(std::move(ev[i]));
-      const Nanos nap = inner_->busy() ? idle_sleep_ : Nanos(std::chrono::milliseconds(1));
-      lock.unlock();
-      std::this_thread::sleep_for(nap);
-      lock.lock();
-    }
+  void nap(int wake_fd) {
+    pollfd pfd{wake_fd, POLLIN, 0};
+    const auto ns = nap_.count();
+    const timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    ::ppoll(&pfd, 1, &ts, nullptr);
   }
 
   std::unique_ptr<DatagramP2p> inner_;
   Nanos idle_sleep_;
   Nanos linger_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool away_ = false, stopping_ = false;
   std::deque<P2pEvent> parked_;
-  std::thread helper_;
+  Nanos nap_{std::chrono::milliseconds(1)};  ///< set by each turn, under the lock
+  HandOff helper_;
+  Status helper_started_;
 };
 
 }  // namespace

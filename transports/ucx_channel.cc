@@ -45,7 +45,16 @@ Status agree(Bootstrap& bootstrap, const Status& mine, const char* step) {
 
 }  // namespace
 
-Channel::Channel(uint32_t rank, uint32_t size) : rank_(rank), size_(size), peers_(size) {
+Channel::Channel(uint32_t rank, uint32_t size)
+    : rank_(rank),
+      size_(size),
+      peers_(size),
+      helper_([this] { return helper_turn(); },
+              [this](int wake_fd) {
+                pollfd fds[2] = {{efd_, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+                // The timeout only bounds how long a missed wake-up could cost.
+                ::poll(fds, 2, 100);
+              }) {
   for (uint32_t r = 0; r < size; ++r) {
     peers_[r].channel = this;
     peers_[r].rank = r;
@@ -82,7 +91,7 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   if (local) {
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    // The owner and the hand-off thread take turns under mu_.
+    // The owner and the hand-off thread take turns under its lock.
     wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     s = ucp_worker_create(ch->context_, &wp, &ch->worker_);
     if (s != UCS_OK) local = setup_error("ucp_worker_create", s);
@@ -133,12 +142,12 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   ucp_worker* worker = ch->worker_;
   IBBCAST_RETURN_IF_ERROR(bootstrap.progressing_barrier([worker] { ucp_worker_progress(worker); }));
   IBBCAST_RETURN_IF_ERROR(agree(bootstrap, wired, "wire-up"));
-  IBBCAST_RETURN_IF_ERROR(ch->start_helper());
+  IBBCAST_RETURN_IF_ERROR(ch->helper_.start());
   return ch;
 }
 
 Channel::~Channel() {
-  stop_helper();
+  helper_.stop();
   closing_ = true;
   if (worker_ != nullptr) {
     close_endpoints();
@@ -217,6 +226,21 @@ void Channel::close_endpoints() {
   // Past the deadline the worker's destruction releases what is left.
   for (auto& [req, p] : pending)
     ucp_request_free(req);
+}
+
+bool Channel::helper_turn() {
+  // Progress calls per turn of the helper before it lets a waiting owner in.
+  constexpr int kHelperBurst = 16;
+  int did = 0;
+  for (; did < kHelperBurst; ++did) {
+    if (ucp_worker_progress(worker_) == 0) break;
+  }
+  send_acks();  // a leaving peer waits for them
+  return did == kHelperBurst || ucp_worker_arm(worker_) == UCS_ERR_BUSY;
+}
+
+void Channel::hand_off() {
+  helper_.hand_off();
 }
 
 void Channel::depart(bool clean, Nanos linger) {

@@ -11,9 +11,7 @@
 //
 // UCX handles are forward-declared so that includers need no UCX headers.
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -22,13 +20,13 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
 #include "core/transport.h"
+#include "transports/hand_off.h"
 #include "transports/reg_cache.h"
 #include "transports/ucx_config.h"
 
@@ -224,21 +222,13 @@ class Channel : public P2pChannel {
   std::unique_ptr<RegCache> cache_;
   uint64_t memh_sends_ = 0;
 
-  // The hand-off thread (ucx_channel_helper.cc). Every call of the owner holds
-  // mu_ and clears owner_away_; the helper progresses only while it is set.
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool owner_away_ = false;
-  /// Owner calls waiting for mu_: a busy helper gives the lock up to them.
-  std::atomic<int> owners_waiting_{0};
-  bool stopping_ = false;
-  int wake_fd_ = -1;  // eventfd: interrupts the helper's sleep at shutdown
-  std::thread helper_;
-  Status start_helper();
-  void stop_helper();
-  void helper_loop();
-  /// The owner's lock: it is back, the helper steps aside.
-  std::unique_lock<std::mutex> owner_lock();
+  // The hand-off thread (transports/hand_off.h): every call of the owner
+  // holds its lock; between calls the helper progresses the worker.
+  HandOff helper_;
+  std::unique_lock<std::mutex> owner_lock() { return helper_.owner_lock(); }
+  /// One turn of the helper: a burst of progress and the acks owed; true
+  /// when UCX has more to do at once.
+  bool helper_turn();
 };
 
 }  // namespace ibbcast::ucx

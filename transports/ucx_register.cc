@@ -76,7 +76,7 @@ void* Channel::memh_for(std::span<const std::byte> payload, SendOp* op) {
 }
 
 std::vector<TransportCounter> Channel::counters() const {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(helper_.mutex());
   if (!cache_) return {};
   const RegCacheStats& s = cache_->stats();
   return {{"memh_sends", memh_sends_},

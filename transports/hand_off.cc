@@ -1,0 +1,76 @@
+#include "transports/hand_off.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace ibbcast {
+
+HandOff::HandOff(std::function<bool()> turn, std::function<void(int)> nap)
+    : turn_(std::move(turn)), nap_(std::move(nap)) {}
+
+HandOff::~HandOff() {
+  stop();
+}
+
+Status HandOff::start() {
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    return make_error(Errc::kNoResource, std::string("hand-off: eventfd: ") + std::strerror(errno));
+  }
+  thread_ = std::thread([this] { loop(); });
+  return Status::ok();
+}
+
+void HandOff::stop() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+    thread_.join();
+  }
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  wake_fd_ = -1;
+}
+
+std::unique_lock<std::mutex> HandOff::owner_lock() {
+  ++owners_waiting_;
+  std::unique_lock lock(mu_);
+  --owners_waiting_;
+  away_ = false;
+  return lock;
+}
+
+void HandOff::hand_off() {
+  {
+    std::lock_guard lock(mu_);
+    away_ = true;
+  }
+  cv_.notify_one();
+}
+
+void HandOff::loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stopping_ || away_; });
+    if (stopping_) return;
+    const bool more = turn_();
+    lock.unlock();
+    if (more) {
+      while (owners_waiting_.load() != 0)
+        std::this_thread::yield();
+    } else {
+      nap_(wake_fd_);
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace ibbcast
