@@ -1,6 +1,7 @@
 // Group creation: session id, address and fragment size agreed over the
 // bootstrap, the multicast join, and the symmetric fallback.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -27,6 +28,11 @@ struct SetupRecord {
   // these, so all derive the same thresholds even if their own knobs differ.
   uint32_t calibrated = 0;
   double loggp[4] = {};
+  // Whether this rank could take part, and why not: a rank that failed
+  // before the exchange still takes part in it, so that every rank returns
+  // the same error instead of the others waiting for it in the allgather.
+  uint32_t ok = 1;
+  char reason[200] = {};
 };
 
 struct JoinRecord {
@@ -54,27 +60,33 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
   uint64_t limit = std::min(caps.max_datagram, caps.max_message);
   limit = limit > kFrameOverhead ? limit - kFrameOverhead : 0;
   mine.max_fragment = static_cast<uint32_t>(std::min<uint64_t>(limit, kMaxFragmentSize));
+  // Checks of this rank alone (its transport's limit follows its own MTU, so
+  // ranks can disagree): a failure is carried in the record, not returned.
+  Status local;
   if (config.fragment_size != 0) {
     if (config.fragment_size > mine.max_fragment) {
-      return make_error(Errc::kInvalidArgument,
-                        "fragment_size " + std::to_string(config.fragment_size) + " exceeds the " +
-                            caps.name + " transport's limit of " +
-                            std::to_string(mine.max_fragment) + " bytes");
+      local = make_error(Errc::kInvalidArgument,
+                         "fragment_size " + std::to_string(config.fragment_size) + " exceeds the " +
+                             caps.name + " transport's limit of " +
+                             std::to_string(mine.max_fragment) + " bytes");
     }
     mine.max_fragment = config.fragment_size;
   }
   mine.auth = config.auth ? 1 : 0;
-  if (config.auth && !auth_available()) return make_frame_auth(AuthKey{}).status();
-  if (config.auth && bootstrap.size() > kAuthMaxRanks) {
-    return make_error(Errc::kInvalidArgument, "auth=on supports groups of up to " +
-                                                  std::to_string(kAuthMaxRanks) +
-                                                  " ranks (the nonce's root field)");
+  if (local && config.auth && !auth_available()) local = make_frame_auth(AuthKey{}).status();
+  if (local && config.auth && bootstrap.size() > kAuthMaxRanks) {
+    local = make_error(Errc::kInvalidArgument, "auth=on supports groups of up to " +
+                                                   std::to_string(kAuthMaxRanks) +
+                                                   " ranks (the nonce's root field)");
   }
-  if (bootstrap.rank() == 0) {
+  if (local && bootstrap.rank() == 0) {
     if (config.auth) {
       auto key = random_auth_key();
-      if (!key) return key.status();
-      mine.key = *key;
+      if (key) {
+        mine.key = *key;
+      } else {
+        local = key.status();
+      }
     }
     mine.session = random_u64();
     if (config.loggp_params) {
@@ -85,8 +97,23 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
     mine.addr_len = static_cast<uint32_t>(std::min(addr.size(), kAddrMax));
     std::memcpy(mine.addr, addr.data(), mine.addr_len);
   }
+  if (!local) {
+    mine.ok = 0;
+    std::snprintf(mine.reason, sizeof mine.reason, "%s", local.to_string().c_str());
+    std::memset(&mine.key, 0, sizeof mine.key);
+  }
   std::vector<SetupRecord> all;
   IBBCAST_RETURN_IF_ERROR(allgather_records(bootstrap, mine, all));
+  if (!local) return local;
+  for (uint32_t r = 0; r < all.size(); ++r) {
+    if (all[r].ok == 0) {
+      all[r].reason[sizeof all[r].reason - 1] = '\0';
+      std::memset(&all[0].key, 0, sizeof all[0].key);
+      std::memset(&mine.key, 0, sizeof mine.key);
+      return make_error(Errc::kInvalidArgument,
+                        "rank " + std::to_string(r) + " cannot create the group: " + all[r].reason);
+    }
+  }
   EngineIdentity id;
   id.rank = bootstrap.rank();
   id.size = bootstrap.size();

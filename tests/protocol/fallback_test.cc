@@ -2,6 +2,11 @@
 // point-to-point together, knows why, and broadcasts stay byte-exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "tests/support/rank_runner.h"
@@ -61,6 +66,68 @@ TEST(Fallback, OneRankAtItsMembershipLimitTurnsMulticastOffOnEveryRank) {
     EXPECT_EQ(active[r], 0) << "rank " << r;
     EXPECT_NE(reason[r].find("rank 3"), std::string::npos) << reason[r];
     EXPECT_NE(reason[r].find("membership limit"), std::string::npos) << reason[r];
+  }
+}
+
+// A rank that cannot create the group (here: a fragment size beyond its
+// transport's limit, which follows its own MTU, so ranks can disagree) fails
+// on every rank with its reason, never leaving the others in the setup
+// allgather — and the group that follows on the same fabric works (issue 24).
+TEST(SetupFailure, OneRanksLocalErrorFailsEveryRankWithItsReason) {
+  constexpr uint32_t kRanks = 4, kBad = 2;
+  auto fabric = loopback::make_fabric(kRanks);
+  std::vector<Status> first(kRanks), second(kRanks);
+  std::vector<int> done(kRanks, 0);
+  std::mutex mu;
+  std::condition_variable cv;
+  const std::size_t n = 30000;
+  const auto want = testing::pattern(n, 8);
+  std::vector<std::vector<std::byte>> got(kRanks);
+  std::vector<std::thread> th;
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    th.emplace_back([&, r] {
+      auto t = loopback::make_transport(fabric, r);
+      auto boot = loopback::make_bootstrap(fabric, r);
+      EngineConfig cfg;
+      if (r == kBad) cfg.fragment_size = 60000;  // beyond the loopback's 4 KiB datagrams
+      auto g = Group::create(*t, *boot, cfg);
+      first[r] = g.status();
+      auto again = Group::create(*t, *boot, EngineConfig{});
+      if (again) {
+        got[r] = r == 0 ? want : std::vector<std::byte>(n);
+        second[r] = (*again)->bcast(0, got[r].data(), n);
+      } else {
+        second[r] = again.status();
+      }
+      std::lock_guard lock(mu);
+      done[r] = 1;
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock lock(mu);
+    const bool all = cv.wait_for(lock, std::chrono::seconds(20), [&] {
+      return std::count(done.begin(), done.end(), 1) == static_cast<int>(kRanks);
+    });
+    if (!all) {
+      // Ranks left waiting in the setup allgather: report and stop here,
+      // as their threads cannot be joined.
+      ADD_FAILURE() << "ranks still in Group::create after 20 s";
+      std::fflush(stdout);
+      std::_Exit(1);
+    }
+  }
+  for (auto& t : th)
+    t.join();
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    ASSERT_FALSE(first[r].is_ok()) << "rank " << r;
+    EXPECT_NE(first[r].to_string().find("fragment_size 60000 exceeds"), std::string::npos)
+        << "rank " << r << ": " << first[r].to_string();
+    if (r != kBad) {
+      EXPECT_NE(first[r].to_string().find("rank 2"), std::string::npos) << first[r].to_string();
+    }
+    EXPECT_TRUE(second[r].is_ok()) << "rank " << r << ": " << second[r].to_string();
+    EXPECT_EQ(got[r], want) << "rank " << r;
   }
 }
 
