@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The front door, as a new user meets it: install the build into a scratch
+# prefix, then with nothing but `pkg-config ibbcast` compile every installed
+# header on its own, build and run examples/bcast_threads.cc, and start the
+# installed tool from that prefix (no LD_LIBRARY_PATH).
+# Usage: install_consumer.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$(realpath "$1") src=$(realpath "$2")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+DESTDIR=$tmp/root meson install -C "$build" --no-rebuild --quiet >"$tmp/install.log" 2>&1 ||
+  { cat "$tmp/install.log"; fail "meson install"; }
+pc=$(find "$tmp/root" -name ibbcast.pc | head -1)
+[[ -n $pc ]] || fail "no ibbcast.pc installed"
+prefix=$(sed -n 's/^prefix=//p' "$pc")
+root=$tmp/root$prefix
+export PKG_CONFIG_PATH=$(dirname "$pc")
+pcx() { pkg-config --define-variable=prefix="$root" "$@" ibbcast; }
+cflags=$(pcx --cflags) || fail "pkg-config --cflags ibbcast"
+libs=$(pcx --libs) || fail "pkg-config --libs ibbcast"
+echo "cflags: $cflags"
+echo "libs:   $libs"
+# Nothing of the backends reaches a consumer.
+for bad in rte_config -march dpdk libnl dbus pmix ucx; do
+  [[ $cflags$libs != *$bad* ]] || fail "pkg-config hands consumers '$bad'"
+done
+
+# Every installed C++ header compiles on its own; the C API header as C.
+inc=$root/include
+n=0
+while IFS= read -r h; do
+  rel=${h#"$inc"/}
+  if [[ $rel == ibbcast/ibbcast_mpi.h ]]; then
+    echo "#include <$rel>" | mpicc.mpich -fsyntax-only -x c $cflags - ||
+      fail "$rel does not compile as C"
+  else
+    echo "#include <$rel>" | c++ -std=c++20 -fsyntax-only -Wall -Werror -x c++ $cflags - ||
+      fail "$rel does not compile on its own"
+  fi
+  n=$((n + 1))
+done < <(find "$inc/ibbcast" -name '*.h' | sort)
+echo "$n installed headers compile on their own"
+
+# The example, built outside the tree, runs.
+libdir=$(pcx --variable=libdir)
+c++ -std=c++20 -o "$tmp/bcast_threads" "$src/examples/bcast_threads.cc" $cflags $libs -pthread \
+  -Wl,-rpath,"$libdir" || fail "examples/bcast_threads.cc does not build against the installation"
+"$tmp/bcast_threads" || fail "the example failed"
+
+# The installed tool starts from this prefix.
+env -u LD_LIBRARY_PATH "$root/bin/ibbcast" info >"$tmp/info.log" 2>&1 ||
+  { cat "$tmp/info.log"; fail "the installed ibbcast does not start from $prefix"; }
+[[ -f $root/share/doc/ibbcast/LICENSE ]] || fail "no LICENSE installed"
+echo "install: headers, pkg-config, example and tool work from a scratch prefix"
