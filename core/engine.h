@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/algorithm.h"
@@ -96,6 +97,11 @@ class Engine {
   void release(uint64_t op);
   /// Earliest time on_tick has work to do, or Nanos::max().
   Nanos next_deadline() const;
+  /// What a pending op waits for ("broadcast 7 (root 0, ...): no progress
+  /// for 1min, owned 202/202 fragments, 0/202 ring copies ..."), once it has
+  /// made no progress for `quiet`; nullopt before, or when it is not pending.
+  /// Without a deadline a driver says this, rather than wait in silence.
+  std::optional<std::string> stall_note(uint64_t op, Nanos now, Nanos quiet) const;
   /// Algorithm the op runs (kAuto for unknown/empty ops).
   Algorithm op_algorithm(uint64_t op) const;
   /// What a driver needs to let the op's fragments land in place: a pending
@@ -132,6 +138,7 @@ class Engine {
   void start_root(Op& op, Nanos now);
   void push_job(Op& op, Action::Kind kind, uint32_t peer, uint32_t begin, uint32_t end);
   void fail(Op& op, Status st);
+  std::string wait_note(const Op& op, Nanos quiet) const;
   void maybe_complete(Op& op, Nanos now);
   void stash_early(const Frame& f, bool reliable, uint32_t from);
   Op* find_bid(uint32_t bid);

@@ -17,6 +17,21 @@ std::string ring_note(uint32_t received, uint32_t expected) {
 }
 }  // namespace
 
+std::string Engine::wait_note(const Op& op, Nanos quiet) const {
+  return "broadcast " + std::to_string(op.bid) + " (root " + std::to_string(op.root) + ", " +
+         std::to_string(op.buffer.size()) + " bytes, " + std::string(algorithm_name(op.algorithm)) +
+         "): no progress for " + format_duration(std::chrono::duration_cast<Duration>(quiet)) +
+         ", owned " + std::to_string(op.owned_count) + "/" + std::to_string(op.frags) +
+         " fragments" + ring_note(op.ring_received, op.ring_expected) + ", " +
+         std::to_string(op.inflight) + " sends in flight";
+}
+
+std::optional<std::string> Engine::stall_note(uint64_t id, Nanos now, Nanos quiet) const {
+  const Op* op = find_op(id);
+  if (op == nullptr || op->done || now - op->last_progress < quiet) return std::nullopt;
+  return wait_note(*op, quiet);
+}
+
 void Engine::push_job(Op& op, Action::Kind kind, uint32_t peer, uint32_t begin, uint32_t end) {
   if (begin >= end) return;
   // Consecutive fragments to the same peer share one job, so the root's
@@ -143,15 +158,9 @@ void Engine::on_tick(Nanos now) {
     }
     if (cfg_.timeout.count() > 0 && now - op.last_progress >= cfg_.timeout) {
       fail(op, make_error(Errc::kTimedOut,
-                          "broadcast " + std::to_string(op.bid) + " (root " +
-                              std::to_string(op.root) + ", " + std::to_string(op.buffer.size()) +
-                              " bytes, " + std::string(algorithm_name(op.algorithm)) +
-                              "): no progress for " + format_duration(cfg_.timeout) + ", owned " +
-                              std::to_string(op.owned_count) + "/" + std::to_string(op.frags) +
-                              " fragments" + ring_note(op.ring_received, op.ring_expected) + ", " +
-                              std::to_string(op.inflight) +
-                              " sends in flight — a peer is dead, partitioned, or alive but not "
-                              "calling (timeout is set: IBBCAST_TIMEOUT=0 waits for it)"));
+                          wait_note(op, cfg_.timeout) +
+                              " — a peer is dead, partitioned, or alive but not calling (timeout "
+                              "is set: IBBCAST_TIMEOUT=0 waits for it)"));
     }
   }
 }

@@ -91,11 +91,23 @@ Result<bool> Group::test(uint64_t request) {
 }
 
 Status Group::wait(uint64_t request) {
+  // Without a deadline (the default) a broadcast may wait for a late peer as
+  // long as it takes; after a minute without progress it says once what it
+  // waits for, so that a stall does not pass for a slow peer in silence.
+  constexpr Nanos kStallNote = std::chrono::minutes(1);
+  bool noted = false;
   for (;;) {
     auto r = test(request);
     if (!r) return r.status();
     if (*r) return Status::ok();
     Nanos now = monotonic_now();
+    if (!noted) {
+      if (auto note = engine_->stall_note(request, now, kStallNote)) {
+        log_warning("rank " + std::to_string(rank()) + ": " + *note +
+                    "; still waiting (no timeout set; a dead peer would have ended it)");
+        noted = true;
+      }
+    }
     Nanos until = engine_->next_deadline();
     Nanos max_wait = until > now ? until - now : Nanos(0);
     // Cap the sleep so a lost wake-up costs milliseconds, not the timeout.

@@ -162,6 +162,19 @@ TEST(Engine, WithoutATimeoutAQuietPeerIsWaitedFor) {
   EXPECT_EQ(rx.state(*id), OpState::kPending);
 }
 
+TEST(Engine, AStalledWaitCanSayWhatItWaitsFor) {
+  Engine rx(two_stage(), ident(1, 3));
+  std::vector<std::byte> dst(3 * kFrag);
+  auto id = rx.post(0, dst, Nanos(0));
+  const Nanos minute = std::chrono::minutes(1);
+  EXPECT_FALSE(rx.stall_note(*id, minute - Nanos(1), minute).has_value());
+  auto note = rx.stall_note(*id, minute, minute);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("no progress for 60s, owned 0/3 fragments"), std::string::npos) << *note;
+  EXPECT_NE(note->find("0/3 ring copies from the predecessor"), std::string::npos) << *note;
+  EXPECT_EQ(rx.state(*id), OpState::kPending);  // a note, not a failure
+}
+
 TEST(Engine, PeerFailureFailsPendingAndLaterPosts) {
   Engine rx(two_stage(), ident(1, 3));
   std::vector<std::byte> dst(kFrag);
