@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bench/engine_frames.h"
-#include "core/auth.h"
-#include "core/engine.h"
+#include "core/protocol/auth.h"
+#include "core/protocol/engine.h"
 
 namespace ibbcast {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/crc32c.h"
+#include "core/protocol/crc32c.h"
 
 namespace ibbcast {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench/engine_frames.h"
-#include "core/engine.h"
+#include "core/protocol/engine.h"
 
 namespace ibbcast {
 namespace {

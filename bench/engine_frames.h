@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/engine.h"
-#include "core/wire.h"
+#include "core/protocol/engine.h"
+#include "core/protocol/wire.h"
 
 namespace ibbcast::bench {
 

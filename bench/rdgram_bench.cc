@@ -10,7 +10,7 @@
 #include <deque>
 #include <vector>
 
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 
 namespace ibbcast {
 namespace {

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "transports/loopback.h"
-#include "transports/ucx_channel.h"
+#include "transports/loopback/loopback.h"
+#include "transports/ucx/ucx_channel.h"
 
 namespace ibbcast::ucx {
 namespace {

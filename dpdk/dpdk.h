@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "core/transport.h"
+#include "core/runtime/transport.h"
 #include "dpdk/dpdk_config.h"
 
 namespace ibbcast::dpdk {

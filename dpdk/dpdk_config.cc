@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "core/config_fields.h"
+#include "core/runtime/config_fields.h"
 
 namespace ibbcast::dpdk {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 #include "dpdk/dpdk.h"
 #include "dpdk/eal.h"
 #include "dpdk/frames_p2p.h"

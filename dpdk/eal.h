@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 #include "dpdk/dpdk_config.h"
 
 namespace ibbcast::dpdk {

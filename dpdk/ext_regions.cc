@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "core/log.h"
+#include "core/runtime/log.h"
 
 namespace ibbcast::dpdk {
 namespace {

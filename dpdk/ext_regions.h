@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 
 struct rte_mbuf;
 struct rte_mempool;

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 #include "dpdk/port.h"
 #include "transports/datagram_channel.h"
 

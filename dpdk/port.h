@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/transport.h"
+#include "core/protocol/status.h"
+#include "core/runtime/transport.h"
 #include "dpdk/dpdk_config.h"
 #include "dpdk/ext_regions.h"
 

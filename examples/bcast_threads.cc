@@ -6,7 +6,7 @@
 //   auto t = ibbcast::make_fabric_transport("udp", fabric_configs, **boot);
 // Build against an installation:
 //   c++ -std=c++20 bcast_threads.cc $(pkg-config --cflags --libs ibbcast) -pthread
-#include <ibbcast/ibbcast.h>
+#include <ibbcast/ibbcast.hpp>
 
 #include <cstdio>
 #include <thread>

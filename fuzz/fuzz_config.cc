@@ -1,5 +1,5 @@
 // libFuzzer target for every parser of configuration text: the unit parsers
-// (core/units.h), algorithm names, each layer's config table as IBBCAST_*
+// (core/protocol/units.h), algorithm names, each layer's config table as IBBCAST_*
 // variables apply it (Config::load_env) and as flags do (Config::set), udp
 // group addresses and LogGP parameter files. The first input byte picks the
 // parser; the rest is the text.
@@ -22,17 +22,17 @@
 #include <string>
 #include <vector>
 
-#include "core/algorithm.h"
-#include "core/engine_config.h"
-#include "core/loggp_fit.h"
-#include "core/units.h"
+#include "core/model/loggp_fit.h"
+#include "core/protocol/algorithm.h"
+#include "core/protocol/units.h"
+#include "core/runtime/engine_config_table.h"
 #include "dpdk/dpdk_config.h"
 #include "fuzz/fuzz_input.h"
 #include "mpi-adapter/adapter_config.h"
-#include "transports/bootstrap_config.h"
-#include "transports/ucx_config.h"
-#include "transports/udp_config.h"
-#include "transports/udp_socket.h"
+#include "transports/bootstrap/bootstrap_config.h"
+#include "transports/ucx/ucx_config.h"
+#include "transports/udp/udp_config.h"
+#include "transports/udp/udp_socket.h"
 #include "verbs/verbs_config.h"
 
 namespace {

@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "core/wire.h"
+#include "core/protocol/wire.h"
 
 namespace {
 

@@ -34,7 +34,7 @@
 #include <span>
 #include <vector>
 
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 #include "fuzz/fuzz_input.h"
 
 namespace ibbcast::fuzz::rdgram {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 #include "fuzz/fuzz_input.h"
 
 namespace ibbcast::fuzz::rdgram {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/fuzz_rdgram.h"
 

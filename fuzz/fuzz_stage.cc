@@ -1,5 +1,5 @@
 // libFuzzer target for the decoders of what `ibbcast stage` receives from the
-// root (tools/stage_protocol.h): the start block, the manifest and the header
+// root (tools/stage/stage_protocol.h): the start block, the manifest and the header
 // of every data broadcast. The first input byte picks what the rest is:
 //
 //   0  a chunk header        (decode_chunk_header)
@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
-#include "tools/stage_protocol.h"
+#include "tools/stage/stage_protocol.h"
 
 namespace {
 
@@ -145,7 +145,7 @@ bool same_manifest(const Manifest& a, const Manifest& b) {
   return true;
 }
 
-// The schedule of tools/stage_pipeline.cc (for_each_chunk) at `chunk` bytes:
+// The schedule of tools/stage/stage_pipeline.cc (for_each_chunk) at `chunk` bytes:
 // every file has at least one chunk; chunk k starts at k * chunk; the chunks
 // lie within the file, are not empty unless the file is, and end where it
 // ends; each one's header encodes and decodes to itself.

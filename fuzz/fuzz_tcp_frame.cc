@@ -1,4 +1,4 @@
-// libFuzzer target for the TCP bootstrap's framing (transports/tcp_io.h): the
+// libFuzzer target for the TCP bootstrap's framing (transports/bootstrap/tcp_io.h): the
 // bytes a connecting process or a rank sends to the root and back. Fuzzed
 // through the public API only, io::Reader and io::recv_frame on one end of a
 // socketpair whose other end writes the input: the parser keeps its state
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
-#include "transports/tcp_io.h"
+#include "transports/bootstrap/tcp_io.h"
 
 namespace {
 

@@ -30,7 +30,7 @@ def write(target: str, name: str, data: bytes) -> None:
 
 
 def wire_frame(flags, total, frag_size, index, session=7, bid=1, root=0, corrupt=False):
-    """core/wire.h: a 48-byte header, the payload, a CRC32C and/or a 16-byte tag."""
+    """core/protocol/wire.h: a 48-byte header, the payload, a CRC32C and/or a 16-byte tag."""
     count = max(1, -(-total // frag_size))
     payload_len = min(frag_size, total - index * frag_size)
     head = struct.pack("<HBBBBHQIIIIQII", 0xB1BC, 1, flags, 1, 48 // 8, 0, session, bid, root,
@@ -60,7 +60,7 @@ def decoder():
 
 
 def rdgram_seg(kind, flags, frm, to, channel, seq, sack=0, data=b""):
-    """core/rdgram.cc: [0x5D type flags 0][from][to][channel][seq or cum u64][sack u64]."""
+    """core/runtime/rdgram.cc: [0x5D type flags 0][from][to][channel][seq or cum u64][sack u64]."""
     return struct.pack("<BBBBIIIQQ", 0x5D, kind, flags, 0, frm, to, channel, seq, sack) + data
 
 
@@ -114,7 +114,7 @@ def rdgram():
 
 
 def tcp_frame(seq, payload, error=False):
-    """transports/tcp_io.h: [u32 length | error flag][u32 sequence][payload], big-endian."""
+    """transports/bootstrap/tcp_io.h: [u32 length | error flag][u32 sequence][payload], big-endian."""
     return struct.pack(">II", len(payload) | (0x80000000 if error else 0), seq) + payload
 
 
@@ -181,7 +181,7 @@ def config():
 
 def chunk_header(file=0, index=0, offset=0, length=4096, crc=0, flags=0, magic=0x43534249,
                  version=1, reserved=0):
-    """tools/stage_protocol.h: 32 bytes, little-endian."""
+    """tools/stage/stage_protocol.h: 32 bytes, little-endian."""
     return struct.pack("<IBBHIIQII", magic, version, flags, reserved, file, index, offset, length,
                        crc)
 

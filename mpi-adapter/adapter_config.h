@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "core/config.h"
+#include "core/runtime/config.h"
 
 namespace ibbcast::mpi {
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/group.h"
+#include "core/runtime/group.h"
 
 namespace ibbcast::mpi {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 
 namespace ibbcast::mpi {
 

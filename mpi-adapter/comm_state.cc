@@ -8,13 +8,9 @@
 #include <map>
 #include <mutex>
 
-#include "core/engine_config.h"
-#include "core/log.h"
-#include "ibbcast_build.h"
+#include "core/runtime/engine_config_table.h"
+#include "core/runtime/log.h"
 #include "transports/factory.h"
-#if IBBCAST_HAVE_VERBS
-#include "verbs/device.h"
-#endif
 
 namespace ibbcast::mpi {
 namespace {
@@ -93,22 +89,6 @@ bool all_ok(MpiBootstrap& boot, const Status& mine, std::string* why) {
   return true;
 }
 
-// The same name on every rank: "auto" takes verbs only when every rank of
-// the communicator has an active RDMA port (one allgather), else udp.
-std::string choose_transport(MpiBootstrap& boot, const std::string& wanted) {
-  if (wanted != "auto") return wanted;
-  bool active = false;
-#if IBBCAST_HAVE_VERBS
-  (void)verbs::describe_devices(&active);
-#endif
-  const std::byte mine{static_cast<uint8_t>(active ? 1 : 0)};
-  std::vector<std::byte> all(boot.size());
-  if (!boot.allgather(std::span(&mine, 1), all)) return "udp";
-  for (std::byte b : all)
-    if (b != std::byte{1}) return "udp";
-  return "verbs";
-}
-
 constexpr const char* kOneHostReason =
     "every rank on one host (the MPI's shared memory is faster; IBBCAST_MPI_SINGLE_HOST=on to "
     "use ibbcast)";
@@ -159,7 +139,7 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
     return s;
   }
   auto t = make_fabric_transport(
-      choose_transport(b, cfg.adapter.value().transport),
+      choose_fabric_transport(b, cfg.adapter.value().transport),
       {cfg.udp.value(), cfg.dpdk.value(), cfg.verbs.value(), cfg.ucx.value()}, b);
   if (t) s->transport_ = std::move(*t);
   if (!all_ok(b, t.status(), &s->reason_)) return s;

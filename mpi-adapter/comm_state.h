@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/group.h"
+#include "core/runtime/group.h"
 #include "mpi-adapter/adapter_config.h"
 #include "mpi-adapter/async_bcasts.h"
 #include "mpi-adapter/mpi_bootstrap.h"

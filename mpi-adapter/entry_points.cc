@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "core/env.h"
-#include "core/log.h"
+#include "core/runtime/env.h"
+#include "core/runtime/log.h"
 #include "mpi-adapter/call_path.h"
 #include "mpi-adapter/comm_state.h"
 #include "mpi-adapter/ibbcast_mpi.h"

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "core/transport.h"
+#include "core/runtime/transport.h"
 
 namespace ibbcast::mpi {
 

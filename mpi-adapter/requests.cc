@@ -4,7 +4,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/log.h"
+#include "core/runtime/log.h"
 #include "mpi-adapter/call_path.h"
 
 namespace ibbcast::mpi {

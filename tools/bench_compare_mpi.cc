@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/env.h"
+#include "core/runtime/env.h"
 #include "tools/bench_compare_mpi.h"
 
 namespace ibbcast::tool {

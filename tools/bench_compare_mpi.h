@@ -2,7 +2,7 @@
 // `ibbcast bench --compare mpi` (tools/bench_compare_mpi.cc).
 #include <string>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 
 namespace ibbcast::tool {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "core/units.h"
+#include "core/protocol/units.h"
 
 namespace ibbcast::tool {
 namespace {

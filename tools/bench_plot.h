@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 #include "tools/svg_plot.h"
 
 namespace ibbcast::tool {

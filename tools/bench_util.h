@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/group.h"
+#include "core/runtime/group.h"
 #include "tools/cli.h"
 
 namespace ibbcast::tool {

@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/engine_config.h"
-#include "core/status.h"
+#include "core/protocol/status.h"
+#include "core/runtime/config.h"
+#include "core/runtime/engine_config_table.h"
 #include "dpdk/dpdk_config.h"
 #include "mpi-adapter/adapter_config.h"
-#include "transports/bootstrap_config.h"
+#include "transports/bootstrap/bootstrap_config.h"
 #include "transports/factory.h"
-#include "transports/ucx_config.h"
-#include "transports/udp_config.h"
+#include "transports/ucx/ucx_config.h"
+#include "transports/udp/udp_config.h"
 #include "verbs/verbs_config.h"
 
 namespace ibbcast::tool {

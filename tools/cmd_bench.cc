@@ -12,17 +12,17 @@
 #include <cstdio>
 #include <thread>
 
-#include "core/env.h"
-#include "core/group.h"
+#include "core/runtime/env.h"
+#include "core/runtime/group.h"
 #include "tools/bench_compare_mpi.h"
 #include "tools/bench_util.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/loggp_measure.h"
-#include "transports/bootstrap_select.h"
+#include "transports/bootstrap/bootstrap_select.h"
 #include "transports/factory.h"
 #include "transports/netns.h"
-#include "transports/ucx_channel.h"
+#include "transports/ucx/ucx_channel.h"
 
 namespace ibbcast::tool {
 namespace {

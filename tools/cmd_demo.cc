@@ -7,13 +7,13 @@
 #include <cstdio>
 #include <thread>
 
-#include "core/group.h"
-#include "core/units.h"
+#include "core/protocol/units.h"
+#include "core/runtime/group.h"
+#include "testing/fault.h"
+#include "testing/local_ranks.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
-#include "transports/fault.h"
-#include "transports/local_ranks.h"
-#include "transports/loopback.h"
+#include "transports/loopback/loopback.h"
 
 namespace ibbcast::tool {
 namespace {

@@ -1,8 +1,8 @@
 // `ibbcast info`: what this build has, and every knob with its value and origin.
 #include <cstdio>
 
-#include "core/auth.h"
-#include "core/crc32c.h"
+#include "core/protocol/auth.h"
+#include "core/protocol/crc32c.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "transports/registry.h"

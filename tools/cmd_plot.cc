@@ -7,7 +7,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/units.h"
+#include "core/protocol/units.h"
 #include "tools/bench_plot.h"
 #include "tools/cli.h"
 #include "tools/commands.h"

@@ -10,16 +10,16 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/env.h"
-#include "core/group.h"
+#include "core/runtime/env.h"
+#include "core/runtime/group.h"
+#include "testing/fault.h"
+#include "testing/local_ranks.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/run_report.h"
 #include "tools/stay_away.h"
-#include "transports/bootstrap_select.h"
+#include "transports/bootstrap/bootstrap_select.h"
 #include "transports/factory.h"
-#include "transports/fault.h"
-#include "transports/local_ranks.h"
 #include "transports/netns.h"
 
 namespace ibbcast::tool {

@@ -1,5 +1,5 @@
-// `ibbcast sim`: sweeps the discrete-event simulator (core/sim.h) over group sizes,
-// algorithms, loss rates and root delays, next to the LogGP model (core/model_loggp.h).
+// `ibbcast sim`: sweeps the discrete-event simulator (core/model/sim.h) over group sizes,
+// algorithms, loss rates and root delays, next to the LogGP model (core/model/model_loggp.h).
 // CSV to stdout or --csv FILE; --svg FILE draws latency vs ranks, the per-rank completion
 // spread, and the effect of loss and of root delay at the largest group. --torus KxK instead
 // projects the torus multicast models (tools/sim_torus.h).
@@ -10,9 +10,9 @@
 #include <map>
 #include <sstream>
 
-#include "core/loggp_fit.h"
-#include "core/sim.h"
-#include "core/units.h"
+#include "core/model/loggp_fit.h"
+#include "core/model/sim.h"
+#include "core/protocol/units.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/sim_torus.h"

@@ -7,16 +7,16 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/loggp_fit.h"
-#include "core/units.h"
-#include "transports/ucx_channel.h"
+#include "core/model/loggp_fit.h"
+#include "core/protocol/units.h"
+#include "transports/ucx/ucx_channel.h"
 
 namespace ibbcast::tool {
 namespace {
 
 constexpr auto kSilenceLimit = std::chrono::seconds(30);
 
-// steady_clock directly: core/group.h (monotonic_now) and core/model_loggp.h clash.
+// steady_clock directly: core/runtime/group.h (monotonic_now) and core/model/model_loggp.h clash.
 using Clock = std::chrono::steady_clock;
 
 double since_us(Clock::time_point t0) {
@@ -214,10 +214,10 @@ Status run_loggp(const Args& args, Bootstrap& boot, LogGP* agreed) {
     }
     auto fit = fit_loggp(points);
     if (fit) {
-      const std::string text =
-          format_loggp_csv(*fit, "ibbcast bench --loggp: UCX reliable channel, rank 0 -> 1, " +
-                                     std::to_string(boot.size()) + " ranks" +
-                                     (fit->floored ? " (floored, see core/loggp_fit.h)" : ""));
+      const std::string text = format_loggp_csv(
+          *fit, "ibbcast bench --loggp: UCX reliable channel, rank 0 -> 1, " +
+                    std::to_string(boot.size()) + " ranks" +
+                    (fit->floored ? " (floored, see core/model/loggp_fit.h)" : ""));
       std::fputs(text.c_str(), stdout);
       std::fflush(stdout);
       const std::string out = option(args, "loggp-out", "");

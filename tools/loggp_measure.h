@@ -1,19 +1,20 @@
 #pragma once
 // `ibbcast bench --loggp`: measures the LogGP parameters of the reliable channel (UCX, the
 // channel of stage 2 and of every point-to-point algorithm) between rank 0 and rank 1 with
-// Kielmann et al.'s parameterized round trips, fits them (core/loggp_fit.h), agrees on rank
+// Kielmann et al.'s parameterized round trips, fits them (core/model/loggp_fit.h), agrees on rank
 // 0's fit on every rank through the bootstrap, prints it and, with --loggp-out FILE, writes
 // the parameter file that `ibbcast sim --loggp FILE` reads.
 
 #include <cstdint>
 #include <vector>
 
-#include "core/transport.h"
+#include "core/runtime/transport.h"
 #include "tools/cli.h"
 
 namespace ibbcast {
-// Forward declared: core/model_loggp.h and core/wire.h (through core/group.h, which
-// cmd_bench.cc includes) declare fragment_count with different return types.
+// Forward declared: core/model/model_loggp.h and core/protocol/wire.h (through
+// core/runtime/group.h, which cmd_bench.cc includes) declare fragment_count with different return
+// types.
 struct LogGP;
 struct PrttPoint;
 }  // namespace ibbcast

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/stats.h"
-#include "core/transport.h"
+#include "core/protocol/stats.h"
+#include "core/runtime/transport.h"
 #include "tools/cli.h"
 
 namespace ibbcast::tool {

@@ -5,8 +5,8 @@
 #include <sstream>
 #include <vector>
 
-#include "core/model_torus.h"
-#include "core/units.h"
+#include "core/model/model_torus.h"
+#include "core/protocol/units.h"
 #include "tools/svg_plot.h"
 
 namespace ibbcast::tool {

@@ -1,6 +1,6 @@
 #pragma once
 // `ibbcast sim --torus 8x8`: the small-message projections of Oral and George (2003), their
-// Figure 14, from core/model_torus.h: latency of every torus algorithm for every group size.
+// Figure 14, from core/model/model_torus.h: latency of every torus algorithm for every group size.
 
 #include <string>
 

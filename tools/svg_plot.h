@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 
 namespace ibbcast::tool {
 

@@ -1,7 +1,7 @@
 #pragma once
 // A reliable channel over unreliable unicast datagrams, for backends without
 // one of their own (dpdk's raw frames, verbs' UD QPs): the core's adaptor
-// (core/rdgram.h) plus what it needs from a process to behave like a
+// (core/runtime/rdgram.h) plus what it needs from a process to behave like a
 // channel between the owner's calls.
 //
 // Like UCX's channel it keeps working while its owner is away: a helper
@@ -13,8 +13,8 @@
 
 #include <memory>
 
-#include "core/rdgram.h"
-#include "core/transport.h"
+#include "core/runtime/rdgram.h"
+#include "core/runtime/transport.h"
 
 namespace ibbcast {
 

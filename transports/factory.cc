@@ -1,14 +1,16 @@
 #include "transports/factory.h"
 
 #include "ibbcast_build.h"
-#include "transports/udp.h"
+#include "transports/udp/udp.h"
+#include "verbs/verbs_config.h"
 #if IBBCAST_HAVE_UCX
-#include "transports/ucx_channel.h"
+#include "transports/ucx/ucx_channel.h"
 #endif
 #if IBBCAST_HAVE_DPDK
 #include "dpdk/dpdk.h"
 #endif
 #if IBBCAST_HAVE_VERBS
+#include "verbs/device.h"
 #include "verbs/verbs.h"
 #endif
 
@@ -46,6 +48,30 @@ std::vector<std::string> fabric_transport_names() {
   names.push_back("verbs");
 #endif
   return names;
+}
+
+Result<FabricConfigs> fabric_configs_from_env() {
+  Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
+  Config<dpdk::DpdkConfig> dpdk{"dpdk", dpdk::dpdk_config_table()};
+  Config<verbs::VerbsConfig> verbs{"verbs", verbs::verbs_config_table()};
+  Config<ucx::UcxConfig> ucx{"ucx", ucx::ucx_config_table()};
+  for (Status st : {udp.load_env(), dpdk.load_env(), verbs.load_env(), ucx.load_env()})
+    if (!st) return st;
+  return FabricConfigs{udp.value(), dpdk.value(), verbs.value(), ucx.value()};
+}
+
+std::string choose_fabric_transport(Bootstrap& boot, const std::string& wanted) {
+  if (wanted != "auto") return wanted;
+  bool active = false;
+#if IBBCAST_HAVE_VERBS
+  (void)verbs::describe_devices(&active);
+#endif
+  const std::byte mine{static_cast<uint8_t>(active ? 1 : 0)};
+  std::vector<std::byte> all(boot.size());
+  if (!boot.allgather(std::span(&mine, 1), all)) return "udp";
+  for (std::byte b : all)
+    if (b != std::byte{1}) return "udp";
+  return "verbs";
 }
 
 Result<std::unique_ptr<Transport>> make_fabric_transport(const std::string& name,

@@ -23,7 +23,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 
 namespace ibbcast {
 

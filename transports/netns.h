@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 
 namespace ibbcast {
 

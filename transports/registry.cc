@@ -4,7 +4,7 @@
 
 #include "ibbcast_build.h"
 
-#include "transports/udp_socket.h"
+#include "transports/udp/udp_socket.h"
 #if IBBCAST_HAVE_VERBS
 #include "verbs/device.h"
 #endif

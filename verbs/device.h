@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 #include "verbs/verbs_config.h"
 
 namespace ibbcast::verbs {

@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
+#include "core/protocol/status.h"
 #include "verbs/device.h"
 
 namespace ibbcast::verbs {

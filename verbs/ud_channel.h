@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "core/transport.h"
+#include "core/runtime/transport.h"
 #include "verbs/device.h"
 #include "verbs/join.h"
 #include "verbs/ud_queue.h"

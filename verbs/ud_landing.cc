@@ -16,7 +16,7 @@
 #include <cstring>
 #include <thread>
 
-#include "core/log.h"
+#include "core/runtime/log.h"
 #include "verbs/ud_queue.h"
 
 namespace ibbcast::verbs {

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 #include "transports/datagram_channel.h"
 #include "verbs/ud_queue.h"
 

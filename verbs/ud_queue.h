@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/transport.h"
+#include "core/runtime/transport.h"
 #include "verbs/device.h"
 
 namespace ibbcast::verbs {

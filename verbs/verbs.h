@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "core/transport.h"
+#include "core/runtime/transport.h"
 #include "verbs/verbs_config.h"
 
 namespace ibbcast::verbs {

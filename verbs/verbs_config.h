@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "core/config.h"
+#include "core/runtime/config.h"
 
 namespace ibbcast::verbs {
 

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "core/log.h"
+#include "core/runtime/log.h"
 #include "transports/wait_set.h"
 #include "verbs/device.h"
 #include "verbs/join.h"

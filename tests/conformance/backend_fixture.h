@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/transport.h"
+#include "core/runtime/transport.h"
 
 namespace ibbcast::conformance {
 

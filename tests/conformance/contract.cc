@@ -7,8 +7,8 @@
 #include <random>
 #include <thread>
 
-#include "core/group.h"
-#include "transports/local_ranks.h"
+#include "core/runtime/group.h"
+#include "testing/local_ranks.h"
 
 namespace ibbcast::conformance {
 namespace {

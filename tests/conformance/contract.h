@@ -7,7 +7,7 @@
 // what was expected; kUnsupported means the backend lacks the feature (the
 // caller reports a skip, which the multi-process runner counts as a failure).
 
-#include "core/transport.h"
+#include "core/runtime/transport.h"
 
 namespace ibbcast::conformance {
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <string>
 
-#include "core/auth.h"
-#include "core/group.h"
+#include "core/protocol/auth.h"
+#include "core/runtime/group.h"
+#include "testing/local_ranks.h"
 #include "tests/conformance/contract.h"
-#include "transports/local_ranks.h"
 
 namespace ibbcast::conformance {
 namespace {

@@ -1,9 +1,9 @@
 // The broadcast part of the contract: Group over the backend under test.
 #include <cstring>
 
-#include "core/group.h"
+#include "core/runtime/group.h"
+#include "testing/local_ranks.h"
 #include "tests/conformance/contract.h"
-#include "transports/local_ranks.h"
 
 namespace ibbcast::conformance {
 

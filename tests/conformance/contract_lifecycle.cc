@@ -11,9 +11,9 @@
 #include <sstream>
 #include <string_view>
 
-#include "core/group.h"
+#include "core/runtime/group.h"
+#include "testing/local_ranks.h"
 #include "tests/conformance/contract.h"
-#include "transports/local_ranks.h"
 
 namespace ibbcast::conformance {
 namespace {

@@ -23,13 +23,13 @@
 #include <thread>
 #include <vector>
 
-#include "core/group.h"
+#include "core/runtime/group.h"
 #include "dpdk/dpdk.h"
 #include "dpdk/eal.h"
+#include "testing/local_ranks.h"
 #include "tests/conformance/backend_fixture.h"
 #include "tests/conformance/contract.h"
-#include "transports/local_ranks.h"
-#include "transports/loopback.h"
+#include "transports/loopback/loopback.h"
 
 namespace ibbcast::conformance {
 namespace {

@@ -11,9 +11,9 @@
 
 #include <cstdio>
 
-#include "core/env.h"
+#include "core/runtime/env.h"
 #include "tests/conformance/contract.h"
-#include "transports/bootstrap_select.h"
+#include "transports/bootstrap/bootstrap_select.h"
 #include "transports/factory.h"
 #include "transports/netns.h"
 

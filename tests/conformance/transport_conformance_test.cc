@@ -4,12 +4,12 @@
 #include <gtest/gtest.h>
 #include <thread>
 
-#include "core/group.h"
+#include "core/runtime/group.h"
 #include "tests/conformance/backend_fixture.h"
 #include "tests/conformance/contract.h"
 #include "tests/conformance/private_netns.h"
-#include "transports/loopback.h"
-#include "transports/udp.h"
+#include "transports/loopback/loopback.h"
+#include "transports/udp/udp.h"
 
 namespace ibbcast::conformance {
 namespace {

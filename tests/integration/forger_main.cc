@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/wire.h"
+#include "core/protocol/wire.h"
 
 namespace {
 

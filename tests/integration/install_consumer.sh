@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The front door, as a new user meets it: install the build into a scratch
 # prefix, then with nothing but `pkg-config ibbcast` compile every installed
-# header on its own, build and run examples/bcast_threads.cc, and start the
-# installed tool from that prefix (no LD_LIBRARY_PATH).
+# header on its own (ibbcast.h also as C), build and run the examples (the C
+# one as a job of three processes), and start the installed tool from that
+# prefix (no LD_LIBRARY_PATH).
 # Usage: install_consumer.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 build=$(realpath "$1") src=$(realpath "$2")
@@ -32,7 +33,12 @@ inc=$root/include
 n=0
 while IFS= read -r h; do
   rel=${h#"$inc"/}
-  if [[ $rel == ibbcast/ibbcast_mpi.h ]]; then
+  if [[ $rel == ibbcast/ibbcast.h ]]; then
+    echo "#include <$rel>" | cc -std=c99 -fsyntax-only -Wall -Wextra -Werror -x c $cflags - ||
+      fail "$rel does not compile as C"
+    echo "#include <$rel>" | c++ -std=c++20 -fsyntax-only -Wall -Werror -x c++ $cflags - ||
+      fail "$rel does not compile as C++"
+  elif [[ $rel == ibbcast/ibbcast_mpi.h ]]; then
     echo "#include <$rel>" | mpicc.mpich -fsyntax-only -x c $cflags - ||
       fail "$rel does not compile as C"
   else
@@ -48,6 +54,13 @@ libdir=$(pcx --variable=libdir)
 c++ -std=c++20 -o "$tmp/bcast_threads" "$src/examples/bcast_threads.cc" $cflags $libs -pthread \
   -Wl,-rpath,"$libdir" || fail "examples/bcast_threads.cc does not build against the installation"
 "$tmp/bcast_threads" || fail "the example failed"
+if "$root/bin/ibbcast" run 2>&1 | grep -q "this build has no"; then
+  echo "this build has no UCX: the C example needs a reliable channel, not run"
+else
+  cc -std=c11 -Wall -Wextra -Werror -o "$tmp/bcast_c" "$src/examples/bcast_c.c" $cflags $libs \
+    -Wl,-rpath,"$libdir" || fail "examples/bcast_c.c does not build against the installation"
+  "$src/examples/run_job.sh" 3 "$tmp/bcast_c" || fail "the C example failed"
+fi
 
 # The installed tool starts from this prefix.
 env -u LD_LIBRARY_PATH "$root/bin/ibbcast" info >"$tmp/info.log" 2>&1 ||

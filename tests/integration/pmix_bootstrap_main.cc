@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "core/env.h"
-#include "core/status.h"
-#include "transports/pmix_bootstrap.h"
+#include "core/protocol/status.h"
+#include "core/runtime/env.h"
+#include "transports/bootstrap/pmix_bootstrap.h"
 
 namespace {
 

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/rdgram_wire.h"
+#include "core/runtime/rdgram_wire.h"
 
 namespace {
 

@@ -6,8 +6,9 @@
 
 #include <thread>
 
-#include "core/decide.h"
-#include "core/group.h"
+#include "core/protocol/decide.h"
+#include "core/runtime/engine_config_table.h"
+#include "core/runtime/group.h"
 #include "tests/support/rank_runner.h"
 
 namespace ibbcast {

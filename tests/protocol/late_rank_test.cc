@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "tests/support/rank_runner.h"
-#include "transports/loopback.h"
+#include "transports/loopback/loopback.h"
 
 namespace ibbcast {
 namespace {

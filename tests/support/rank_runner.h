@@ -1,7 +1,7 @@
 #pragma once
 // The tests' name for the in-process rank runner of transports/.
 
-#include "transports/local_ranks.h"
+#include "testing/local_ranks.h"
 
 namespace ibbcast::testing {
 using namespace ibbcast::local;  // NOLINT: a test-only alias of the whole namespace

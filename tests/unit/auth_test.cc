@@ -2,7 +2,8 @@
 // from the GCM specification, AES-128 from OpenSSL's ECB), itself pinned by a
 // NIST CAVS vector; the nonce layout; and the properties the engine relies on:
 // every changed byte, nonce field or key fails verification.
-#include "core/auth.h"
+#include "core/protocol/auth.h"
+#include "core/runtime/auth_key.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>

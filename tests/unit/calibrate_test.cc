@@ -1,13 +1,13 @@
 // The calibrated `auto` decision: deterministic, and between its thresholds the decision of
-// core/decide.h picks the algorithm with the smallest model latency among its candidates.
-#include "core/calibrate.h"
+// core/protocol/decide.h picks the algorithm with the smallest model latency among its candidates.
+#include "core/model/calibrate.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "core/decide.h"
+#include "core/protocol/decide.h"
 
 namespace ibbcast {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/crc32c.h"
+#include "core/protocol/crc32c.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 #include "transports/datagram_channel.h"
 
 namespace ibbcast {

@@ -1,4 +1,4 @@
-#include "core/decide.h"
+#include "core/protocol/decide.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // mismatch can fail the broadcast.
 #include <gtest/gtest.h>
 
-#include "core/engine.h"
+#include "core/protocol/engine.h"
 
 namespace ibbcast {
 namespace {

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/engine.h"
+#include "core/protocol/engine.h"
 
 namespace ibbcast::engine_test {
 

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "core/engine.h"
+#include "core/protocol/engine.h"
 #include "tests/unit/engine_fixtures.h"
 
 namespace ibbcast {

@@ -1,6 +1,6 @@
 // The engine alone, driven by hand-made event sequences: no transport, no
 // threads. Each test is a protocol rule of docs/protocol.md.
-#include "core/engine.h"
+#include "core/protocol/engine.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The LogGP fit on synthetic round trips: known parameters in, the same parameters out.
-#include "core/loggp_fit.h"
+#include "core/model/loggp_fit.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 namespace ibbcast {
 namespace {
 
-// PRTTs exactly as core/loggp_fit.h derives them, plus a deterministic +-noise (us).
+// PRTTs exactly as core/model/loggp_fit.h derives them, plus a deterministic +-noise (us).
 std::vector<PrttPoint> synthetic(const LogGP& m, double o_s, double o_r, double noise,
                                  uint64_t seed) {
   std::vector<PrttPoint> out;

@@ -1,6 +1,6 @@
 // The round and step models against the numbers printed in the seeds: the thesis's E[rounds]
 // of stage 2 (Siebert 2006, 3.2.2) and Cordsen et al.'s Fibo-tree growth and tree latencies.
-#include "core/model_rounds.h"
+#include "core/model/model_rounds.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/tree.h"
+#include "core/protocol/tree.h"
 
 namespace ibbcast {
 namespace {

@@ -1,7 +1,7 @@
 // The simulator against the LogGP model and the thesis's closed forms (Siebert 2006, 1.5):
 // exact agreement at zero loss, the E[rounds] of stage 2 under loss, determinism, skew and
 // root delay, and a group of 2^20 ranks.
-#include "core/sim.h"
+#include "core/model/sim.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "core/model_loggp.h"
-#include "core/model_rounds.h"
+#include "core/model/model_loggp.h"
+#include "core/model/model_rounds.h"
 
 namespace ibbcast {
 namespace {

@@ -1,7 +1,7 @@
 // The torus schedules and small-message models against Oral and George (2003): the step
 // counts of section 3, the closed forms of section 5 and the qualitative ordering of the
 // projections of section 6 (Figure 14: 8x8 and 16x16 tori).
-#include "core/model_torus.h"
+#include "core/model/model_torus.h"
 
 #include <gtest/gtest.h>
 

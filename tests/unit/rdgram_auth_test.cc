@@ -6,8 +6,8 @@
 // with auth off, where it must work: the forgery is the one that matters.
 #include <gtest/gtest.h>
 
-#include "core/rdgram.h"
-#include "core/rdgram_wire.h"
+#include "core/runtime/rdgram.h"
+#include "core/runtime/rdgram_wire.h"
 #include "tests/unit/rdgram_link.h"
 
 namespace ibbcast {

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 
 namespace ibbcast::rdgram_test {
 

@@ -2,7 +2,7 @@
 // duplicates, reorders and delays datagrams under a fake clock: every message
 // arrives exactly once, in order, byte for byte, or the peer is reported; and
 // recovery from loss takes round trips, not timeouts.
-#include "core/rdgram.h"
+#include "core/runtime/rdgram.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The registration cache's bookkeeping, with a fake map/unmap that records
 // which handles are alive: hits, containment, limits, and never a handle
 // used after its pages went away or unmapped while a send reads it.
-#include "transports/reg_cache.h"
+#include "transports/ucx/reg_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "core/schedule.h"
+#include "core/protocol/schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// The stage tool's packing of pieces into broadcasts (tools/stage_schedule.h):
+// The stage tool's packing of pieces into broadcasts (tools/stage/stage_schedule.h):
 // every rank derives the same layout, so it must cover every byte of every
 // scheduled file exactly once, in order, and never exceed one buffer.
-#include "tools/stage_schedule.h"
+#include "tools/stage/stage_schedule.h"
 
 #include <gtest/gtest.h>
 

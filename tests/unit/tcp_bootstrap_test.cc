@@ -3,8 +3,8 @@
 // refusal, a timeout naming the missing rank, a dead rank named promptly).
 // Each child reports through its exit status (and why on stderr); the parent
 // asserts every child's. A stuck child is killed by its alarm and fails.
-#include "transports/tcp_bootstrap.h"
-#include "transports/tcp_endpoints.h"
+#include "transports/bootstrap/tcp_bootstrap.h"
+#include "transports/bootstrap/tcp_endpoints.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>

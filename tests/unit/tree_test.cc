@@ -1,4 +1,4 @@
-#include "core/tree.h"
+#include "core/protocol/tree.h"
 
 #include <gtest/gtest.h>
 

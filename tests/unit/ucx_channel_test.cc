@@ -2,7 +2,7 @@
 // with its own UCP context and worker; the loopback fabric only provides the
 // bootstrap. Its life cycle (failures, hand-off, teardown) is in
 // ucx_lifecycle_test.cc.
-#include "transports/ucx_channel.h"
+#include "transports/ucx/ucx_channel.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>

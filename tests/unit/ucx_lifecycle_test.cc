@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tests/unit/ucx_ranks.h"
-#include "transports/ucx_channel.h"
+#include "transports/ucx/ucx_channel.h"
 
 namespace ibbcast::ucx {
 namespace {

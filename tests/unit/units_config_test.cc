@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
-#include "core/config.h"
-#include "core/engine_config.h"
-#include "core/units.h"
+#include "core/protocol/units.h"
+#include "core/runtime/config.h"
+#include "core/runtime/engine_config_table.h"
 
 namespace ibbcast {
 namespace {

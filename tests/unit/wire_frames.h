@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/wire.h"
+#include "core/protocol/wire.h"
 
 namespace ibbcast::wire_testing {
 

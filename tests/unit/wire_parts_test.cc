@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/wire.h"
+#include "core/protocol/wire.h"
 #include "tests/unit/wire_frames.h"
 
 namespace ibbcast {

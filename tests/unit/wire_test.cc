@@ -1,4 +1,4 @@
-#include "core/wire.h"
+#include "core/protocol/wire.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,44 @@
+#pragma once
+// The calibrated `auto` decision (issue 8): the thresholds of core/protocol/decide.h and the
+// Fibo-tree's (s, r) derived from measured LogGP parameters through the models of
+// core/model/model_loggp.h. A pure, deterministic function of its inputs: ranks that agreed on
+// the parameters (e.g. rank 0's, handed out over the bootstrap, as `ibbcast bench --loggp`
+// does) and on the group size derive identical values without talking.
+
+#include <cstdint>
+
+#include "core/model/model_loggp.h"
+
+namespace ibbcast {
+
+struct CalibrationInput {
+  uint32_t p = 8;                  ///< the group's size (>= 2)
+  uint32_t fragment_size = 8192;   ///< pipelined and two-stage fragment (>= 1)
+  bool multicast = true;           ///< the group agreed that multicast works
+  uint64_t reference_size = 1024;  ///< the size at which crossover_nodes is decided
+  uint32_t max_nodes = 1024;       ///< crossover_nodes is searched in [2, max_nodes]
+  uint32_t max_fibo = 8;           ///< fibo_s, fibo_r are searched in [1, max_fibo]
+};
+
+struct Calibration {
+  /// Smallest group size q in [2, max_nodes] at which linear no longer beats the group's
+  /// other candidate (two-stage with multicast, else binomial) at reference_size under the
+  /// model; max_nodes + 1 when linear wins everywhere.
+  uint32_t crossover_nodes = 4;
+  /// Smallest power of two n at which, at the group's size p, the fragmented chain beats
+  /// the other candidate (two-stage with multicast, else the better of binomial and
+  /// scatter-allgather); kNever when it never does up to 2^40 bytes.
+  uint64_t crossover_size = 1 << 20;
+  /// The (s, r) in [1, max_fibo]^2 whose Fibo-tree has the smallest model latency of the
+  /// last rank at (p, reference_size); ties go to the smallest s, then r.
+  uint32_t fibo_s = 1, fibo_r = 3;
+};
+
+/// "Never switch to the fragmented chain": larger than any message.
+inline constexpr uint64_t kNeverCrossover = ~uint64_t{0};
+
+/// The calibration for `in` under `m`. Cost: O(max_nodes + 40 + max_fibo^2 * p) model
+/// evaluations; O(p) memory (tree walks).
+Calibration calibrate(const LogGP& m, const CalibrationInput& in);
+
+}  // namespace ibbcast

@@ -1,0 +1,46 @@
+#pragma once
+// The engine layer's knobs: the thesis's parameters (crossover_nodes,
+// crossover_size, fragment_size, root_delay, checksum, print_statistics) plus
+// what a production library needs (timeout, early-datagram bound, tree radix).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/protocol/algorithm.h"
+#include "core/protocol/units.h"
+
+namespace ibbcast {
+
+struct EngineConfig {
+  Algorithm algorithm = Algorithm::kAuto;
+  bool multicast = true;              ///< "priority/enable" of the thesis
+  uint32_t crossover_nodes = 4;       ///< below this group size: linear
+  uint64_t crossover_size = 1 << 20;  ///< above this size: fragmented chain
+  uint32_t fragment_size = 0;         ///< payload bytes per fragment; 0 = transport's maximum
+  Duration root_delay{0};             ///< root waits this long before stage 1
+  bool checksum = true;               ///< CRC32C trailer on multicast datagrams
+  bool auth = false;                  ///< authenticated frames (core/protocol/auth.h)
+  bool print_statistics = false;      ///< print per-group statistics at teardown
+  /// A broadcast that gets nothing from a live peer for this long fails with
+  /// kTimedOut; 0 (the default): no deadline, as MPI has none. Dead peers
+  /// fail broadcasts without it (the reliable channel's kPeerFailed).
+  Duration timeout{0};
+  uint32_t early_datagrams = 4096;  ///< bound on buffered multicast datagrams of future bcasts
+  uint32_t knomial_radix = 4;
+  uint32_t fibo_s = 1;  ///< Fibo-tree send cost (model units)
+  uint32_t fibo_r = 3;  ///< Fibo-tree receive cost (model units)
+  /// Measured LogGP parameters ("L,o,g,G" in us and us/byte, or the file
+  /// `ibbcast bench --loggp --loggp-out` writes); "" = off. When rank 0 has
+  /// them, every rank derives crossover_nodes, crossover_size and fibo_s/r
+  /// from rank 0's parameters at group creation (core/model/calibrate.h).
+  std::string loggp;
+  std::optional<std::array<double, 4>> loggp_params;  ///< L, o, g, G parsed from `loggp`
+};
+
+/// The smallest and largest fragment payload the wire format allows.
+inline constexpr uint32_t kMinFragmentSize = 256;
+inline constexpr uint32_t kMaxFragmentSize = 65000;
+
+}  // namespace ibbcast

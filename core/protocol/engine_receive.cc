@@ -1,0 +1,153 @@
+// The receive side of the engine: decoding datagrams and reliable messages,
+// the checks every frame passes before it may touch a buffer (session, root,
+// authentication), and the early buffer for broadcasts not posted yet.
+#include <cstring>
+
+#include "core/protocol/engine.h"
+#include "core/protocol/engine_internal.h"
+
+namespace ibbcast {
+
+void Engine::on_datagram(std::span<const std::byte> bytes, Nanos now) {
+  Frame f;
+  Reject why{};
+  const bool decoded = decode_frame(bytes, &f, &why, id_.auth != nullptr);
+  take_datagram(decoded, f, why, now);
+}
+
+void Engine::on_datagram_parts(std::span<const std::byte> head, std::span<const std::byte> payload,
+                               std::span<const std::byte> trailer, Nanos now) {
+  Frame f;
+  Reject why{};
+  const bool decoded = decode_frame_parts(head, payload, trailer, &f, &why, id_.auth != nullptr);
+  take_datagram(decoded, f, why, now);
+}
+
+void Engine::take_datagram(bool decoded, const Frame& f, Reject why, Nanos now) {
+  ++stats_.datagrams_received;
+  if (!decoded) {
+    ++stats_.rejected[static_cast<std::size_t>(why)];
+    return;
+  }
+  if ((f.header.flags & kFlagReliable) != 0) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadFlags)];
+    return;
+  }
+  handle(f, false, 0, now);
+}
+
+void Engine::on_message(uint32_t from, std::span<const std::byte> bytes, Nanos now) {
+  Frame f;
+  Reject why{};
+  const bool decoded = decode_frame(bytes, &f, &why, id_.auth != nullptr);
+  take_message(from, decoded, f, why, now);
+}
+
+void Engine::on_message_parts(uint32_t from, std::span<const std::byte> head,
+                              std::span<const std::byte> payload,
+                              std::span<const std::byte> trailer, Nanos now) {
+  Frame f;
+  Reject why{};
+  const bool decoded = decode_frame_parts(head, payload, trailer, &f, &why, id_.auth != nullptr);
+  take_message(from, decoded, f, why, now);
+}
+
+void Engine::take_message(uint32_t from, bool decoded, const Frame& f, Reject why, Nanos now) {
+  ++stats_.messages_received;
+  if (!decoded) {
+    ++stats_.rejected[static_cast<std::size_t>(why)];
+    return;
+  }
+  if ((f.header.flags & kFlagReliable) == 0 || from >= id_.size) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadFlags)];
+    return;
+  }
+  handle(f, true, from, now);
+}
+
+void Engine::handle(const Frame& f, bool reliable, uint32_t from, Nanos now) {
+  const FrameHeader& h = f.header;
+  if (h.session != id_.session) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kForeignSession)];
+    return;
+  }
+  if (h.root >= id_.size) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadRoot)];
+    return;
+  }
+  if (!reliable && h.root == id_.rank) {
+    // Our own multicast looped back: NICs and kernels disagree on whether the
+    // sender sees it, so it is filtered here rather than by socket options.
+    ++stats_.datagrams_self;
+    return;
+  }
+  // Before anything the frame could change: the user buffer, the early
+  // buffer, a mismatch that would fail the broadcast.
+  if (id_.auth && !authentic(f)) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kBadTag)];
+    return;
+  }
+  if (Op* op = find_bid(h.bid)) {
+    deliver(*op, f, reliable, now);
+    return;
+  }
+  if (bid_before(h.bid, static_cast<uint32_t>(next_seq_))) {
+    if (reliable) {
+      ++stats_.messages_late;
+    } else {
+      ++stats_.rejected[static_cast<std::size_t>(Reject::kStale)];
+    }
+    return;
+  }
+  stash_early(f, reliable, from);
+}
+
+bool Engine::authentic(const Frame& f) {
+  const FrameHeader& h = f.header;
+  if (f.tag.size() != kAuthTagSize || f.raw_header.size() != kHeaderSize) return false;
+  const auto header = auth_header(f.raw_header.first<kHeaderSize>());
+  Op* op = find_bid(h.bid);
+  if (op != nullptr && h.frag_index < op->frags && op->has_tag(h.frag_index) &&
+      std::memcmp(f.tag.data(), op->tags[h.frag_index].data(), kAuthTagSize) == 0) {
+    // A copy of a fragment this rank holds and verified, with the same tag
+    // (every stage-2 copy): its payload is never used, so the header is all
+    // that must be genuine — the expected one, or a mismatch could fail the
+    // broadcast. Saves a GMAC per duplicate.
+    auto want = op->header;
+    patch_header(want, kFlagAuthTag, h.frag_index,
+                 fragment_length(op->buffer.size(), id_.fragment_size, h.frag_index));
+    if (std::memcmp(want.data(), header.data(), kHeaderSize) == 0) return true;
+  }
+  // The 64-bit sequence number nearest to ours with these low 32 bits: every
+  // rank posts the same broadcasts in the same order, so a genuine frame is
+  // within 2^31 of this rank's count, and a replay from a bid wrap ago gets
+  // another nonce and fails.
+  const auto delta = static_cast<int32_t>(h.bid - static_cast<uint32_t>(next_seq_));
+  if (delta < 0 && static_cast<uint64_t>(-int64_t{delta}) >= next_seq_) return false;
+  AuthNonce n;
+  n.seq = next_seq_ + static_cast<uint64_t>(int64_t{delta});
+  n.frag = h.frag_index;
+  n.root = h.root;
+  return id_.auth->verify(n, header, f.payload, f.tag.first<kAuthTagSize>());
+}
+
+void Engine::stash_early(const Frame& f, bool reliable, uint32_t from) {
+  if (f.header.bid - static_cast<uint32_t>(next_seq_) >= kEarlyWindow) {
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kTooEarly)];
+    return;
+  }
+  // Reliable frames are never dropped: nobody would send them again. Multicast
+  // ones may be, stage 2 repairs them.
+  if (!reliable && early_multicast_ >= cfg_.early_datagrams) {
+    ++stats_.early_dropped;
+    ++stats_.rejected[static_cast<std::size_t>(Reject::kTooEarly)];
+    return;
+  }
+  if (!reliable) ++early_multicast_;
+  ++stats_.early_buffered;
+  Early e{f.header, reliable, from, {f.payload.begin(), f.payload.end()}, {}};
+  if (f.tag.size() == kAuthTagSize) std::memcpy(e.tag.data(), f.tag.data(), kAuthTagSize);
+  early_.push_back(std::move(e));
+}
+
+}  // namespace ibbcast

@@ -1,0 +1,226 @@
+#include "core/runtime/group.h"
+
+#include <poll.h>
+
+#include <array>
+#include <chrono>
+#include <thread>
+
+#include "core/runtime/log.h"
+
+namespace ibbcast {
+
+Nanos monotonic_now() {
+  return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+Group::~Group() {
+  if (print_statistics_ && engine_) {
+    log_info("group rank " + std::to_string(rank()) + "/" + std::to_string(size()) +
+             " statistics\n" + engine_->stats().to_string());
+  }
+  if (p2p_) {
+    // A rank that finished every broadcast leaves without failing anyone:
+    // peers that have not entered the last one yet still get what it sent
+    // them (the channel lingers for that). One that did not finish fails
+    // its peers at once instead of leaving them waiting.
+    const bool clean = !engine_ || (engine_->pending_ops() == 0 && engine_->stats().errors == 0 &&
+                                    engine_->group_status().is_ok());
+    p2p_->depart(clean, engine_ ? engine_->config().timeout : Nanos(0));
+  }
+}
+
+Status Group::bcast(uint32_t root, void* buffer, std::size_t n) {
+  auto req = ibcast(root, buffer, n);
+  if (!req) return req.status();
+  return wait(*req);
+}
+
+Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
+  if (buffer == nullptr && n != 0) {
+    return make_error(Errc::kInvalidArgument, "null buffer with a non-zero size");
+  }
+  // Poll first so a failure notice already delivered is seen before posting.
+  IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
+  auto span = std::span<std::byte>(static_cast<std::byte*>(buffer), n);
+  // Registered before the first send: the multicast channel sends from the
+  // buffer. Only the root multicasts a broadcast's fragments; a receiver's
+  // buffer is registered for the fragments to land in (land()).
+  MemoryRegion region;
+  const uint64_t min = transport_->capabilities().zero_copy_min;
+  const bool zero_copy = min != 0 && n >= min && mcast_;
+  bool ok = true;
+  if (zero_copy && root == rank()) region = register_buffer(span, &ok);
+  // Every rank's stage 2 sends from its buffer; the reliable channel may
+  // register it (an empty region when it has nothing to do).
+  MemoryRegion p2p_region = register_p2p(span);
+  auto req = engine_->post(root, span, monotonic_now());
+  if (!req) p2p_->hand_off();  // back to the application at once
+  if (req && zero_copy && root != rank()) land(*req, span, region);
+  if (req && !region.empty()) regions_.emplace(*req, std::move(region));
+  if (req && !p2p_region.empty()) p2p_regions_.emplace(*req, std::move(p2p_region));
+  return req;
+}
+
+Result<bool> Group::test(uint64_t request) {
+  IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
+  Status st;
+  switch (engine_->state(request, &st)) {
+    case OpState::kPending:
+      return false;
+    case OpState::kDone:
+      if (request == landing_op_) end_landing({});
+      engine_->release(request);
+      regions_.erase(request);  // waits for the sends that read the buffer
+      p2p_regions_.erase(request);
+      // This rank may not call again for a long time; forwards handed to the
+      // channel must reach the next ranks meanwhile.
+      p2p_->hand_off();
+      return true;
+    case OpState::kFailed:
+      if (request == landing_op_) end_landing({});
+      engine_->release(request);
+      regions_.erase(request);
+      p2p_regions_.erase(request);
+      p2p_->hand_off();
+      return st;
+    case OpState::kUnknown:
+      break;
+  }
+  return make_error(Errc::kInvalidArgument, "unknown request " + std::to_string(request));
+}
+
+Status Group::wait(uint64_t request) {
+  // Without a deadline (the default) a broadcast may wait for a late peer as
+  // long as it takes; after a minute without progress it says once what it
+  // waits for, so that a stall does not pass for a slow peer in silence.
+  constexpr Nanos kStallNote = std::chrono::minutes(1);
+  bool noted = false;
+  for (;;) {
+    auto r = test(request);
+    if (!r) return r.status();
+    if (*r) return Status::ok();
+    Nanos now = monotonic_now();
+    if (!noted) {
+      if (auto note = engine_->stall_note(request, now, kStallNote)) {
+        log_warning("rank " + std::to_string(rank()) + ": " + *note +
+                    "; still waiting (no timeout set; a dead peer would have ended it)");
+        noted = true;
+      }
+    }
+    Nanos until = engine_->next_deadline();
+    Nanos max_wait = until > now ? until - now : Nanos(0);
+    // Cap the sleep so a lost wake-up costs milliseconds, not the timeout.
+    // With a hook, short naps: the other library may need this rank soon.
+    max_wait = std::min<Nanos>(
+        max_wait, progress_hook_ ? std::chrono::milliseconds(1) : std::chrono::milliseconds(50));
+    IBBCAST_RETURN_IF_ERROR(progress(true, max_wait));
+    if (progress_hook_) progress_hook_();
+  }
+}
+
+Status Group::progress(bool block, Nanos max_wait) {
+  Nanos now = monotonic_now();
+  send_blocked_ = false;
+  bool busy = pump_receives(now);
+  busy |= pump_sends(now);
+  engine_->on_tick(monotonic_now());
+  busy |= pump_sends(monotonic_now());
+  if (!busy && block && max_wait > Nanos(0)) sleep_until_event(max_wait);
+  return Status::ok();
+}
+
+bool Group::pump_sends(Nanos now) {
+  bool did = false;
+  // Bounded per call so receives are not starved by a long root send.
+  for (int budget = 256; budget > 0; --budget) {
+    const Action* a = engine_->front_action();
+    if (a == nullptr) break;
+    Gather g{{a->header, a->payload, a->trailer}};
+    if (a->kind == Action::Kind::kMulticast) {
+      Status st = mcast_ ? mcast_->send(g) : make_error(Errc::kInternal, "no multicast channel");
+      if (st.code() == Errc::kAgain) {
+        send_blocked_ = true;
+        break;
+      }
+      if (!st && !logged_send_error_) {
+        // A failed datagram is a lost datagram: stage 2 repairs it.
+        logged_send_error_ = true;
+        log_warning("multicast send failed (" + st.to_string() + "); relying on stage 2");
+      }
+      engine_->pop_action(true, now);
+    } else {
+      auto r = p2p_->send(a->peer, g, a->op);
+      if (!r && r.status().code() == Errc::kAgain) break;
+      if (!r) {
+        uint32_t peer = a->peer;
+        engine_->on_peer_failed(peer, r.status().to_string(), now);
+        continue;
+      }
+      engine_->pop_action(*r, now);
+    }
+    did = true;
+  }
+  return did;
+}
+
+bool Group::pump_multicast(Nanos now) {
+  std::array<RecvView, 32> views;
+  std::size_t n = mcast_->poll(views);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (landing_op_ != 0) check_landed(std::span(views.data() + i, n - i));
+    const RecvView& v = views[i];
+    if (v.landed) {
+      engine_->on_datagram_parts(v.bytes, v.payload, v.trailer, now);
+    } else {
+      engine_->on_datagram(v.bytes, now);
+    }
+  }
+  if (n != 0) mcast_->release(std::span(views.data(), n));
+  // Every place filled and its datagram used: the zone is over.
+  if (landing_op_ != 0 && mcast_->landed_count() >= landing_frags_) landing_op_ = 0;
+  return n != 0;
+}
+
+bool Group::pump_receives(Nanos now) {
+  bool did = mcast_ && pump_multicast(now);
+  std::array<P2pEvent, 32> events;
+  std::size_t n = p2p_->poll(events);
+  for (std::size_t i = 0; i < n; ++i) {
+    P2pEvent& e = events[i];
+    switch (e.kind) {
+      case P2pEvent::Kind::kMessage:
+        if (landing_op_ != 0) check_message(e.message.bytes, now);
+        if (e.message.split) {
+          engine_->on_message_parts(e.peer, e.message.bytes, e.message.payload, e.message.trailer,
+                                    now);
+        } else {
+          engine_->on_message(e.peer, e.message.bytes, now);
+        }
+        p2p_->release(e.message);
+        break;
+      case P2pEvent::Kind::kSendComplete:
+        engine_->on_send_complete(e.token, now);
+        break;
+      case P2pEvent::Kind::kPeerFailed:
+        engine_->on_peer_failed(e.peer, e.reason, now);
+        break;
+    }
+  }
+  return did || n != 0;
+}
+
+void Group::sleep_until_event(Nanos max_wait) {
+  int fd = transport_->event_fd();
+  const int send_fd = send_blocked_ ? mcast_->send_wait_fd() : -1;
+  if (fd < 0 || (send_blocked_ && send_fd < 0)) {
+    std::this_thread::sleep_for(std::min<Nanos>(max_wait, transport_->idle_sleep()));
+    return;
+  }
+  if (transport_->arm().code() == Errc::kAgain) return;
+  pollfd pfd[2] = {{fd, POLLIN, 0}, {send_fd, POLLOUT, 0}};
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(max_wait).count();
+  ::poll(pfd, send_fd >= 0 ? 2 : 1, static_cast<int>(std::max<int64_t>(ms, 1)));
+}
+
+}  // namespace ibbcast

@@ -1,0 +1,121 @@
+#pragma once
+// ibbcast::Group: the public broadcast API. It binds one Engine to one
+// transport's channels and one bootstrap, and drives them from the calling
+// thread (a channel that needs progress between calls, UCX's, runs its own
+// helper only while the application is away). Waiting sleeps on the transport's
+// event fd, so many ranks on few cores do not starve each other.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/model/calibrate.h"
+#include "core/protocol/engine.h"
+#include "core/protocol/engine_config.h"
+#include "core/protocol/stats.h"
+#include "core/protocol/status.h"
+#include "core/runtime/transport.h"
+
+namespace ibbcast {
+
+class Group {
+ public:
+  /// Collective over `bootstrap`: every rank calls it with its own transport.
+  /// Rank 0 picks the session id and multicast address; every rank joins; all
+  /// agree over the bootstrap whether every join worked. If any failed, every
+  /// rank falls back to point-to-point algorithms for this group and rank 0
+  /// logs the reason once. `transport` and `bootstrap` must outlive the group.
+  static Result<std::unique_ptr<Group>> create(Transport& transport, Bootstrap& bootstrap,
+                                               const EngineConfig& config);
+  ~Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  /// Blocking broadcast of n bytes from `root` (collective, same root and n on
+  /// every rank). Returns when this rank's buffer is complete and its forwards
+  /// are done. kTimedOut / kPeerFailed when a peer is dead (never hangs).
+  Status bcast(uint32_t root, void* buffer, std::size_t n);
+
+  /// Non-blocking start; the buffer must stay untouched until test/wait says done.
+  Result<uint64_t> ibcast(uint32_t root, void* buffer, std::size_t n);
+  /// true when done (ok), false while pending, an error when it failed. A done or
+  /// failed request is forgotten after it is reported.
+  Result<bool> test(uint64_t request);
+  /// Blocks until the request is done or failed.
+  Status wait(uint64_t request);
+
+  /// Runs the engine and channels once; with `block`, sleeps on the event fd up
+  /// to `max_wait` when there was nothing to do.
+  Status progress(bool block, Nanos max_wait);
+
+  /// Called between naps while bcast/wait block, for a library that shares
+  /// the ranks and needs their progress (an MPI whose pending sends a peer
+  /// waits for while this rank waits for that peer). Naps are 1 ms with a hook.
+  void set_progress_hook(std::function<void()> hook) { progress_hook_ = std::move(hook); }
+
+  /// ok while usable; kPeerFailed once this rank knows a peer died (sticky:
+  /// every later broadcast fails at once; rebuild the group).
+  const Status& health() const { return engine_->group_status(); }
+
+  uint32_t rank() const { return engine_->identity().rank; }
+  uint32_t size() const { return engine_->identity().size; }
+  uint64_t session() const { return engine_->identity().session; }
+  uint32_t fragment_size() const { return engine_->identity().fragment_size; }
+  bool multicast_active() const { return engine_->identity().multicast_ok; }
+  /// Why multicast is off for this group ("" when it is on).
+  const std::string& fallback_reason() const { return fallback_reason_; }
+  /// Algorithm a request runs (valid until it is reported done).
+  Algorithm request_algorithm(uint64_t request) const { return engine_->op_algorithm(request); }
+  const GroupStats& stats() const { return engine_->stats(); }
+  /// The reliable channel's own counters (UCX: its registrations).
+  std::vector<TransportCounter> channel_counters() const { return p2p_->counters(); }
+  /// The thresholds derived from rank 0's measured LogGP (the `loggp` knob),
+  /// when it had them; the engine runs with these instead of the knobs'.
+  const std::optional<Calibration>& calibration() const { return calibration_; }
+
+ private:
+  Group() = default;
+  bool pump_sends(Nanos now);
+  bool pump_receives(Nanos now);
+  bool pump_multicast(Nanos now);
+  void sleep_until_event(Nanos max_wait);
+  // Zero-copy receives (group_landing.cc).
+  MemoryRegion register_buffer(std::span<std::byte> buffer, bool* ok);
+  MemoryRegion register_p2p(std::span<std::byte> buffer);
+  void land(uint64_t request, std::span<std::byte> buffer, MemoryRegion& region);
+  void check_landed(std::span<RecvView> rest);
+  void check_message(std::span<const std::byte> frame, Nanos now);
+  void end_landing(std::span<RecvView> lent);
+
+  Transport* transport_ = nullptr;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<McastChannel> mcast_;
+  std::unique_ptr<P2pChannel> p2p_;
+  /// Buffers registered for their request's call (Capabilities::zero_copy_min);
+  /// after the channels: released (drained, deregistered) before them.
+  std::map<uint64_t, MemoryRegion> regions_;
+  /// The same for the reliable channel (P2pChannel::register_memory).
+  std::map<uint64_t, MemoryRegion> p2p_regions_;
+  bool logged_p2p_register_error_ = false;
+  bool logged_register_error_ = false;
+  /// The request whose fragments may land in place (McastChannel::land), its
+  /// broadcast id and fragment count; 0: no zone.
+  uint64_t landing_op_ = 0;
+  uint32_t landing_bid_ = 0;
+  uint32_t landing_frags_ = 0;
+  std::string fallback_reason_;
+  std::optional<Calibration> calibration_;
+  std::function<void()> progress_hook_;
+  bool print_statistics_ = false;
+  bool logged_send_error_ = false;
+  bool send_blocked_ = false;  ///< the multicast channel said kAgain: wake when writable
+};
+
+/// Monotonic now, for drivers.
+Nanos monotonic_now();
+
+}  // namespace ibbcast

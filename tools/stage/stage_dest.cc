@@ -1,0 +1,171 @@
+#include "tools/stage/stage_dest.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ibbcast::tool::stage {
+namespace {
+
+Status sys_error(Errc code, const std::string& what, int err) {
+  // No space and permission get their own words: they are what users hit.
+  const Errc c = err == ENOSPC || err == EDQUOT ? Errc::kNoResource : code;
+  return make_error(c, what + ": " + std::strerror(err));
+}
+
+Status make_parents(const std::string& path) {
+  for (std::size_t pos = 1; pos != std::string::npos && pos < path.size();) {
+    pos = path.find('/', pos);
+    const std::string prefix = pos == std::string::npos ? path : path.substr(0, pos);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return sys_error(Errc::kInvalidArgument, "cannot create " + prefix, errno);
+    }
+    if (pos != std::string::npos) ++pos;
+  }
+  return Status::ok();
+}
+
+std::string parent_of(const std::string& p) {
+  const std::size_t s = p.rfind('/');
+  return s == std::string::npos ? "." : p.substr(0, s);
+}
+
+int64_t mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+timespec to_timespec(int64_t ns) {
+  return {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+}
+
+}  // namespace
+
+Status prepare_dest(const std::string& dest) {
+  IBBCAST_RETURN_IF_ERROR(make_parents(dest));
+  const std::string probe = dest + "/.ibbcast-probe-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return sys_error(Errc::kInvalidArgument, "DEST " + dest + " is not writable", errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::ok();
+}
+
+Status check_space(const std::string& dest, uint64_t needed) {
+  struct statvfs vfs {};
+  if (::statvfs(dest.c_str(), &vfs) != 0) return sys_error(Errc::kInvalidArgument, dest, errno);
+  const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (avail < needed) {
+    return make_error(Errc::kNoResource, "no space on " + dest + ": " + std::to_string(needed) +
+                                             " bytes needed, " + std::to_string(avail) + " free");
+  }
+  return Status::ok();
+}
+
+Status make_dirs_and_links(const std::string& dest, const Manifest& m, bool preserve) {
+  for (const Entry& e : m.entries) {
+    const std::string path = dest + "/" + e.path;
+    if (e.kind == EntryKind::kDir) {
+      IBBCAST_RETURN_IF_ERROR(make_parents(path));
+      if (preserve && ::chmod(path.c_str(), e.mode | 0700) != 0) {
+        return sys_error(Errc::kInvalidArgument, "chmod " + path, errno);
+      }
+    } else if (e.kind == EntryKind::kSymlink) {
+      IBBCAST_RETURN_IF_ERROR(make_parents(parent_of(path)));
+      char have[kMaxPath + 1];
+      const ssize_t n = ::readlink(path.c_str(), have, kMaxPath);
+      if (n >= 0 && std::string(have, static_cast<std::size_t>(n)) == e.target) continue;
+      const std::string tmp = partial_path(dest, e.path);
+      ::unlink(tmp.c_str());
+      if (::symlink(e.target.c_str(), tmp.c_str()) != 0 ||
+          ::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        return sys_error(Errc::kInvalidArgument, "symlink " + path, err);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+std::string partial_path(const std::string& dest, const std::string& rel) {
+  const std::size_t s = rel.rfind('/');
+  const std::string dir = s == std::string::npos ? "" : rel.substr(0, s + 1);
+  const std::string name = s == std::string::npos ? rel : rel.substr(s + 1);
+  return dest + "/" + dir + "." + name + ".ibbcast-partial";
+}
+
+void remove_partial(const std::string& dest, const std::string& rel) {
+  ::unlink(partial_path(dest, rel).c_str());
+}
+
+Result<bool> needs_file(const std::string& dest, const Entry& e, DigestKind kind, bool preserve) {
+  struct stat st {};
+  const std::string path = dest + "/" + e.path;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
+  if (static_cast<uint64_t>(st.st_size) != e.size) return true;
+  if (preserve && ((st.st_mode & 07777) != e.mode || mtime_ns(st) != e.mtime_ns)) return true;
+  auto d = digest_file(path, kind);
+  if (!d) return true;  // unreadable here: rewrite it (the rename replaces it)
+  return *d != e.digest;
+}
+
+Status FileWriter::open(const Entry& e) {
+  discard();
+  entry_ = &e;
+  const std::string final_path = dest_ + "/" + e.path;
+  IBBCAST_RETURN_IF_ERROR(make_parents(parent_of(final_path)));
+  partial_ = partial_path(dest_, e.path);
+  fd_ = ::open(partial_.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd_ < 0) return sys_error(Errc::kInvalidArgument, "cannot create " + partial_, errno);
+  digest_ = std::make_unique<FileDigest>(kind_);
+  return Status::ok();
+}
+
+Status FileWriter::write(uint64_t offset, const void* data, std::size_t n) {
+  const auto* p = static_cast<const char*>(data);
+  for (std::size_t done = 0; done < n;) {
+    const ssize_t w = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return sys_error(Errc::kInvalidArgument, "write " + partial_, w < 0 ? errno : EIO);
+    done += static_cast<std::size_t>(w);
+  }
+  digest_->update(data, n);
+  return Status::ok();
+}
+
+Status FileWriter::finish(bool preserve) {
+  const Entry& e = *entry_;
+  if (digest_->finish() != e.digest) {
+    return make_error(Errc::kCorrupt, e.path + ": whole-file digest differs from the root's");
+  }
+  if (::fchmod(fd_, e.mode) != 0)
+    return sys_error(Errc::kInvalidArgument, "chmod " + partial_, errno);
+  if (preserve) {
+    const timespec times[2] = {to_timespec(e.mtime_ns), to_timespec(e.mtime_ns)};
+    if (::futimens(fd_, times) != 0)
+      return sys_error(Errc::kInvalidArgument, "utimes " + partial_, errno);
+  }
+  if (::fsync(fd_) != 0) return sys_error(Errc::kInvalidArgument, "fsync " + partial_, errno);
+  ::close(fd_);
+  fd_ = -1;
+  const std::string final_path = dest_ + "/" + e.path;
+  if (::rename(partial_.c_str(), final_path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(partial_.c_str());
+    return sys_error(Errc::kInvalidArgument, "rename to " + final_path, err);
+  }
+  return Status::ok();
+}
+
+void FileWriter::discard() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(partial_.c_str());
+}
+
+}  // namespace ibbcast::tool::stage

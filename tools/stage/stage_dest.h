@@ -1,0 +1,55 @@
+#pragma once
+// A rank's side of `ibbcast stage` on its DEST: preparing it, deciding which
+// files it needs, and writing a file so that its final name only ever holds
+// the complete, verified bytes (partial name, pwrite, verify, fsync, rename).
+
+#include <string>
+
+#include "core/protocol/status.h"
+#include "tools/stage/stage_digest.h"
+#include "tools/stage/stage_protocol.h"
+
+namespace ibbcast::tool::stage {
+
+/// Creates DEST (and parents) and proves it writable with a probe file.
+Status prepare_dest(const std::string& dest);
+/// kNoResource when DEST's file system has fewer than `needed` bytes free.
+Status check_space(const std::string& dest, uint64_t needed);
+/// Creates the manifest's directories and symlinks (a symlink is made under a
+/// temporary name and renamed, so it too appears whole).
+Status make_dirs_and_links(const std::string& dest, const Manifest& m, bool preserve);
+/// Whether this rank must receive a file: false when DEST holds a regular
+/// file with the same size and digest (and mode and mtime with `preserve`).
+Result<bool> needs_file(const std::string& dest, const Entry& e, DigestKind kind, bool preserve);
+/// DEST/dir/.name.ibbcast-partial
+std::string partial_path(const std::string& dest, const std::string& rel);
+/// Removes a partial left by an interrupted run (no error if there is none).
+void remove_partial(const std::string& dest, const std::string& rel);
+
+/// Writes one file; not thread-safe (the writer thread owns it).
+class FileWriter {
+ public:
+  FileWriter(std::string dest, DigestKind kind) : dest_(std::move(dest)), kind_(kind) {}
+  ~FileWriter() { discard(); }
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+
+  Status open(const Entry& e);
+  /// Chunks come in order: the digest is computed as they are written.
+  Status write(uint64_t offset, const void* data, std::size_t n);
+  /// Verifies the whole-file digest, sets mode (and times), fsyncs, renames.
+  Status finish(bool preserve);
+  /// Closes and removes the partial, if one is open.
+  void discard();
+  bool is_open() const { return fd_ >= 0; }
+
+ private:
+  std::string dest_;
+  DigestKind kind_;
+  const Entry* entry_ = nullptr;
+  std::string partial_;
+  int fd_ = -1;
+  std::unique_ptr<FileDigest> digest_;
+};
+
+}  // namespace ibbcast::tool::stage

@@ -1,0 +1,123 @@
+#include "tools/stage/stage_report.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/runtime/group.h"
+
+namespace ibbcast::tool::stage {
+namespace {
+
+double mib(uint64_t b) {
+  return static_cast<double>(b) / (1024.0 * 1024.0);
+}
+
+}  // namespace
+
+void RankRecord::set_status(const Status& st) {
+  code = static_cast<uint32_t>(st.code());
+  std::snprintf(message, sizeof message, "%s", st.is_ok() ? "" : st.to_string().c_str());
+}
+
+Status gather_records(Bootstrap& boot, const RankRecord& mine, const std::vector<uint8_t>& extra,
+                      std::vector<RankRecord>& all, std::vector<std::vector<uint8_t>>& extras) {
+  const std::size_t one = sizeof(RankRecord) + extra.size();
+  std::vector<std::byte> in(one), out(one * boot.size());
+  std::memcpy(in.data(), &mine, sizeof mine);
+  if (!extra.empty()) std::memcpy(in.data() + sizeof mine, extra.data(), extra.size());
+  IBBCAST_RETURN_IF_ERROR(boot.allgather(in, out));
+  all.resize(boot.size());
+  extras.assign(boot.size(), std::vector<uint8_t>(extra.size()));
+  for (std::size_t r = 0; r < boot.size(); ++r) {
+    std::memcpy(&all[r], out.data() + r * one, sizeof(RankRecord));
+    all[r].message[sizeof all[r].message - 1] = '\0';
+    if (!extra.empty())
+      std::memcpy(extras[r].data(), out.data() + r * one + sizeof(RankRecord), extra.size());
+  }
+  return Status::ok();
+}
+
+int report_failures(const char* phase, const std::vector<RankRecord>& all) {
+  int failed = 0;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r].ok()) continue;
+    ++failed;
+    std::fprintf(stderr, "ibbcast stage: %s: rank %zu failed: %s\n", phase, r, all[r].message);
+  }
+  return failed;
+}
+
+void print_summary(const std::vector<RankRecord>& all, uint64_t files, uint64_t bytes,
+                   uint64_t files_sent, uint64_t broadcasts, const char* digest) {
+  std::printf(
+      "ibbcast stage: %zu ranks, %llu files (%.1f MiB), %llu sent in %llu broadcasts, "
+      "digest %s\n",
+      all.size(), static_cast<unsigned long long>(files), mib(bytes),
+      static_cast<unsigned long long>(files_sent), static_cast<unsigned long long>(broadcasts),
+      digest);
+  std::printf("%4s %8s %8s %12s %9s %9s %9s %9s %s\n", "rank", "written", "skipped", "bytes",
+              "seconds", "MB/s", "mc_useful", "repaired", "result");
+  int bad = 0;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const RankRecord& x = all[r];
+    bad += x.ok() ? 0 : 1;
+    const double rate = x.seconds > 0 ? static_cast<double>(x.bytes_written) / 1e6 / x.seconds : 0;
+    std::printf("%4zu %8llu %8llu %12llu %9.2f %9.1f %9llu %9llu %s\n", r,
+                static_cast<unsigned long long>(x.files_written),
+                static_cast<unsigned long long>(x.files_skipped),
+                static_cast<unsigned long long>(x.bytes_written), x.seconds, rate,
+                static_cast<unsigned long long>(x.datagrams_useful),
+                static_cast<unsigned long long>(x.repaired), x.ok() ? "ok" : x.message);
+  }
+  if (bad == 0) {
+    std::printf("PASS: every rank holds every file, verified\n");
+  } else {
+    std::printf("FAIL: %d of %zu ranks failed\n", bad, all.size());
+  }
+  std::fflush(stdout);
+}
+
+Progress::Progress(const std::string& mode, uint64_t total_bytes) : total_(total_bytes) {
+  start_ns_ = monotonic_now().count();
+  last_ns_ = start_ns_;
+  if (mode == "none") enabled_ = false;
+  tty_ = mode == "tty" || (mode == "auto" && ::isatty(STDERR_FILENO) == 1);
+}
+
+void Progress::update(uint64_t bytes) {
+  if (!enabled_) return;
+  const int64_t now = monotonic_now().count();
+  // A terminal gets 5 redraws a second; a log a line every 2 s.
+  const int64_t every = tty_ ? 200000000 : 2000000000;
+  if (now - last_ns_ < every) return;
+  last_ns_ = now;
+  print(bytes, false);
+}
+
+void Progress::done(uint64_t bytes) {
+  if (enabled_) print(bytes, true);
+}
+
+void Progress::print(uint64_t bytes, bool final_line) {
+  const double secs = static_cast<double>(monotonic_now().count() - start_ns_) / 1e9;
+  const double rate = secs > 0 ? static_cast<double>(bytes) / secs : 0;
+  const double pct =
+      total_ > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total_) : 100;
+  const double eta = rate > 0 ? static_cast<double>(total_ - std::min(bytes, total_)) / rate : 0;
+  // A terminal gets a bar; a log file gets the same numbers without one.
+  std::string bar;
+  if (tty_) {
+    const auto filled = static_cast<std::size_t>(pct / 5);
+    bar = "[" + std::string(std::min<std::size_t>(filled, 20), '#') +
+          std::string(20 - std::min<std::size_t>(filled, 20), '.') + "] ";
+  }
+  std::fprintf(stderr, "%sstage: %s%.1f / %.1f MiB (%5.1f%%) %.1f MB/s ETA %.0fs%s",
+               tty_ ? "\r" : "", bar.c_str(), mib(bytes), mib(total_), pct, rate / 1e6, eta,
+               tty_ && !final_line ? "   " : "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace ibbcast::tool::stage

@@ -1,0 +1,56 @@
+#pragma once
+// What ranks of `ibbcast stage` tell each other over the bootstrap (fixed
+// records, so one allgather carries them), the root's progress line and the
+// final per-rank summary.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/protocol/status.h"
+#include "core/runtime/transport.h"
+
+namespace ibbcast::tool::stage {
+
+/// One rank's state, in the agreement (step 3) and in the verdict (step 5).
+struct RankRecord {
+  uint32_t code = 0;  ///< an Errc; 0 = ok
+  uint32_t reserved = 0;
+  uint64_t files_written = 0, files_skipped = 0, bytes_written = 0, bytes_needed = 0;
+  uint64_t datagrams_useful = 0, repaired = 0;  ///< the group's statistics
+  double seconds = 0;
+  char message[200] = {};
+
+  void set_status(const Status& st);
+  bool ok() const { return code == 0; }
+};
+
+/// Allgathers `mine` plus `extra` bytes (same length on every rank).
+Status gather_records(Bootstrap& boot, const RankRecord& mine, const std::vector<uint8_t>& extra,
+                      std::vector<RankRecord>& all, std::vector<std::vector<uint8_t>>& extras);
+
+/// "rank 2: no_resource: no space on ..." lines for every failed rank, on
+/// stderr; returns how many failed.
+int report_failures(const char* phase, const std::vector<RankRecord>& all);
+
+/// The summary table of step 5 (rank 0, stdout).
+void print_summary(const std::vector<RankRecord>& all, uint64_t files, uint64_t bytes,
+                   uint64_t files_sent, uint64_t broadcasts, const char* digest);
+
+/// The root's live line (a TTY: one line rewritten in place; else a plain
+/// line every few seconds).
+class Progress {
+ public:
+  /// mode: auto (tty when stderr is a terminal), tty, plain, none.
+  Progress(const std::string& mode, uint64_t total_bytes);
+  void update(uint64_t bytes);
+  void done(uint64_t bytes);
+
+ private:
+  void print(uint64_t bytes, bool final_line);
+  bool enabled_ = true, tty_ = false;
+  uint64_t total_;
+  int64_t start_ns_, last_ns_ = 0;
+};
+
+}  // namespace ibbcast::tool::stage

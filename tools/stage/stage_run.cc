@@ -1,0 +1,170 @@
+#include "tools/stage/stage_run.h"
+
+#include <cstdio>
+
+#include "tools/stage/stage_dest.h"
+#include "tools/stage/stage_digest.h"
+#include "tools/stage/stage_report.h"
+#include "tools/stage/stage_walk.h"
+
+namespace ibbcast::tool::stage {
+namespace {
+
+constexpr uint64_t kMaxManifest = 1ull << 31;
+
+double seconds_since(Nanos t0) {
+  return static_cast<double>((monotonic_now() - t0).count()) / 1e9;
+}
+
+// Steps 1 and 2: the root's start block and manifest, on every rank. An
+// error returned is the same on every rank (the root's, or the group's); a
+// manifest this rank cannot decode goes to `local`, for the agreement.
+Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree, Start& start,
+                        Status& local) {
+  std::vector<std::byte> block(kStartSize), bytes;
+  if (group.rank() == 0) {
+    auto walked = walk_sources(opt.sources, build_digest_kind());
+    start.chunk_size = opt.chunk_size;
+    start.force = opt.force;
+    start.preserve = opt.preserve;
+    start.pack = opt.pack;
+    if (walked) {
+      tree = std::move(*walked);
+      bytes = encode_manifest(tree.manifest);
+      start.manifest_len = bytes.size();
+      start.entries = static_cast<uint32_t>(tree.manifest.entries.size());
+    } else {
+      start.error_code = static_cast<uint32_t>(walked.status().code());
+      start.message = walked.status().message();
+    }
+    encode_start(start, std::span<std::byte, kStartSize>(block.data(), kStartSize));
+  }
+  IBBCAST_RETURN_IF_ERROR(group.bcast(0, block.data(), block.size()));
+  auto s = decode_start(block);
+  if (!s) return s.status();
+  start = *s;
+  if (start.error_code != 0) {
+    return make_error(static_cast<Errc>(start.error_code), "root: " + start.message);
+  }
+  if (start.manifest_len > kMaxManifest) return make_error(Errc::kCorrupt, "manifest too large");
+  bytes.resize(start.manifest_len);
+  IBBCAST_RETURN_IF_ERROR(group.bcast(0, bytes.data(), bytes.size()));
+  if (group.rank() != 0) {
+    auto m = decode_manifest(bytes);
+    if (m && m->entries.size() != start.entries)
+      m = make_error(Errc::kCorrupt, "manifest: wrong count");
+    if (!m) {
+      local = m.status();
+      return Status::ok();
+    }
+    tree.manifest = std::move(*m);
+    for (const Entry& e : tree.manifest.entries)
+      tree.total_bytes += e.size;
+  }
+  return Status::ok();
+}
+
+// Step 3 on this rank: DEST usable, which files it needs, enough space.
+Status local_plan(const StageOptions& opt, const Manifest& m, bool force, bool preserve,
+                  std::vector<bool>& need, uint64_t& bytes) {
+  IBBCAST_RETURN_IF_ERROR(prepare_dest(opt.dest));
+  IBBCAST_RETURN_IF_ERROR(make_dirs_and_links(opt.dest, m, preserve));
+  need.assign(m.entries.size(), false);
+  bytes = 0;
+  for (std::size_t i = 0; i < m.entries.size(); ++i) {
+    const Entry& e = m.entries[i];
+    if (e.kind != EntryKind::kFile) continue;
+    auto n = force ? Result<bool>(true) : needs_file(opt.dest, e, m.digest_kind, preserve);
+    if (!n) return n.status();
+    need[i] = *n;
+    if (*n) bytes += e.size;
+  }
+  return check_space(opt.dest, bytes);
+}
+
+}  // namespace
+
+int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
+  const Nanos t0 = monotonic_now();
+  const uint32_t me = group.rank();
+  auto keep_group_going = [&group] { (void)group.progress(false, Nanos(0)); };
+  SourceTree tree;
+  Start start;
+  Status local;
+  if (Status st = receive_manifest(group, opt, tree, start, local); !st) {
+    // The root's verdict reached every rank (or the group broke): same on all.
+    std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", me, st.to_string().c_str());
+    return 1;
+  }
+  const Manifest& m = tree.manifest;
+  RankRecord mine;
+  std::vector<bool> need;
+  if (local) local = local_plan(opt, m, start.force, start.preserve, need, mine.bytes_needed);
+  mine.set_status(local);
+  std::vector<uint8_t> bits((start.entries + 7) / 8, 0);
+  for (std::size_t i = 0; i < need.size(); ++i)
+    if (need[i]) bits[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+  std::vector<RankRecord> all;
+  std::vector<std::vector<uint8_t>> all_bits;
+  Status agreed = boot.progressing_barrier(keep_group_going);
+  if (agreed) agreed = gather_records(boot, mine, bits, all, all_bits);
+  if (!agreed) {
+    std::fprintf(stderr, "ibbcast stage: rank %u: agreement failed: %s\n", me,
+                 agreed.to_string().c_str());
+    return 1;
+  }
+  if (report_failures("before any data moved", all) > 0) return 1;
+  TransferPlan plan;
+  plan.manifest = &m;
+  plan.sources = &tree.source_paths;
+  plan.dest = opt.dest;
+  plan.chunk_size = start.chunk_size;
+  plan.preserve = start.preserve;
+  plan.pack = start.pack;
+  plan.fault = opt.fault;
+  plan.mine = need;
+  uint64_t send_bytes = 0;
+  for (std::size_t i = 0; i < m.entries.size(); ++i) {
+    bool any = false;
+    for (const auto& b : all_bits)
+      any = any || (b[i / 8] >> (i % 8) & 1) != 0;
+    if (m.entries[i].kind != EntryKind::kFile) continue;
+    if (any) {
+      plan.files.push_back(static_cast<uint32_t>(i));
+      send_bytes += m.entries[i].size;
+    }
+    if (!need[i]) {
+      ++mine.files_skipped;
+      remove_partial(opt.dest, m.entries[i].path);  // left by an interrupted run
+    }
+  }
+  Progress progress(me == 0 ? opt.progress : "none", send_bytes);
+  TransferResult res = transfer(group, plan, [&progress](uint64_t b) { progress.update(b); });
+  if (!plan.files.empty()) progress.done(res.bytes_broadcast);
+  mine.set_status(res.status);
+  mine.files_written = res.files_written;
+  mine.bytes_written = res.bytes_written;
+  mine.seconds = seconds_since(t0);
+  mine.datagrams_useful = group.stats().datagrams_useful;
+  mine.repaired = group.stats().fragments_repaired;
+  if (!res.status.is_ok()) {
+    std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", me, res.status.to_string().c_str());
+  }
+  // Peers may still need this rank's forwards while it waits for them.
+  Status verdict = res.group_failed ? Status::ok() : boot.progressing_barrier(keep_group_going);
+  if (verdict) verdict = gather_records(boot, mine, {}, all, all_bits);
+  if (!verdict) {
+    std::fprintf(stderr, "ibbcast stage: rank %u: cannot learn the other ranks' results: %s\n", me,
+                 verdict.to_string().c_str());
+    return 1;
+  }
+  uint64_t nfiles = 0;
+  for (const Entry& e : m.entries)
+    nfiles += e.kind == EntryKind::kFile ? 1 : 0;
+  if (me == 0)
+    print_summary(all, nfiles, tree.total_bytes, plan.files.size(), res.broadcasts,
+                  digest_name(m.digest_kind));
+  return report_failures("transfer", all) > 0 ? 1 : 0;
+}
+
+}  // namespace ibbcast::tool::stage

@@ -1,0 +1,31 @@
+#include "transports/ucx/ucx_config.h"
+
+#include <array>
+
+#include "core/runtime/config_fields.h"
+
+namespace ibbcast::ucx {
+namespace {
+
+using namespace config_detail;
+
+const std::array<ConfigField<UcxConfig>, 4> kTable = {{
+    bool_field<&UcxConfig::register_buffers>(
+        "ucx_register", "on",
+        "stage-2 sends pass UCX a registration of the broadcast's buffer (ucp_mem_map)"),
+    size_field<&UcxConfig::register_min>("ucx_register_min", "64k",
+                                         "smallest broadcast buffer that is registered"),
+    size_field<&UcxConfig::cache>(
+        "ucx_register_cache", "1g",
+        "registered bytes kept for the next broadcast from the same buffer; 0 = none"),
+    uint_field<&UcxConfig::cache_entries>("ucx_register_cache_entries", "64",
+                                          "registrations kept for later broadcasts"),
+}};
+
+}  // namespace
+
+std::span<const ConfigField<UcxConfig>> ucx_config_table() {
+  return kTable;
+}
+
+}  // namespace ibbcast::ucx

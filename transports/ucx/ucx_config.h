@@ -1,0 +1,25 @@
+#pragma once
+// Knobs of the UCX reliable channel (stage 2 of udp, and of dpdk and verbs
+// with *_reliable=ucx): one table feeding IBBCAST_UCX_* variables, tool
+// flags and docs/config.md. Plain data: builds without UCX still list it.
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/runtime/config.h"
+
+namespace ibbcast::ucx {
+
+struct UcxConfig {
+  /// Stage-2 sends from a broadcast's buffer pass UCX a memory handle of it
+  /// (ucp_mem_map), so UCX's zero-copy protocols need no registration per send.
+  bool register_buffers = true;
+  uint64_t register_min = 64 * 1024;   ///< smallest buffer registered
+  uint64_t cache = uint64_t{1} << 30;  ///< registered bytes kept after their call; 0 = none
+  uint32_t cache_entries = 64;         ///< registrations kept after their call
+};
+
+std::span<const ConfigField<UcxConfig>> ucx_config_table();
+
+}  // namespace ibbcast::ucx

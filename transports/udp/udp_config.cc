@@ -1,0 +1,59 @@
+#include "transports/udp/udp_config.h"
+
+#include <array>
+
+#include "core/runtime/config_fields.h"
+
+namespace ibbcast::udp {
+namespace {
+
+using namespace config_detail;
+
+Status parse_family(UdpConfig& c, std::string_view t) {
+  if (t != "ipv4" && t != "ipv6") {
+    return make_error(Errc::kInvalidArgument, "udp_family must be ipv4 or ipv6");
+  }
+  c.family = std::string(t);
+  return Status::ok();
+}
+
+Status parse_ttl(UdpConfig& c, std::string_view t) {
+  auto v = parse_uint(t);
+  if (!v) return v.status();
+  if (*v < 1 || *v > 255) return make_error(Errc::kInvalidArgument, "udp_ttl must be 1..255");
+  c.ttl = static_cast<uint32_t>(*v);
+  return Status::ok();
+}
+
+Status parse_group_text(UdpConfig& c, std::string_view t) {
+  if (!t.empty() && !t.starts_with("udp4:") && !t.starts_with("udp6:[")) {
+    return make_error(Errc::kInvalidArgument,
+                      "udp_group must be udp4:A.B.C.D:PORT or udp6:[ADDR]:PORT");
+  }
+  c.group = std::string(t);
+  return Status::ok();
+}
+
+const std::array<ConfigField<UdpConfig>, 7> kTable = {{
+    string_field<&UdpConfig::interface>(
+        "udp_interface", "", "interface name or address; empty = first multicast-capable"),
+    {"udp_family", "ipv4", "ipv4 or ipv6", parse_family,
+     [](const UdpConfig& c) { return c.family; }},
+    {"udp_ttl", "1", "multicast TTL / hop limit", parse_ttl,
+     [](const UdpConfig& c) { return std::to_string(c.ttl); }},
+    bool_field<&UdpConfig::loopback>("udp_loopback", "on",
+                                     "deliver multicast to sockets of the same host"),
+    size_field<&UdpConfig::rcvbuf>("udp_rcvbuf", "8m", "receive buffer of the multicast socket"),
+    size_field<&UdpConfig::max_datagram>(
+        "udp_max_datagram", "0", "largest datagram; 0 = interface MTU minus IP/UDP headers"),
+    {"udp_group", "", "fixed multicast group and port for every group; empty = random",
+     parse_group_text, [](const UdpConfig& c) { return c.group; }},
+}};
+
+}  // namespace
+
+std::span<const ConfigField<UdpConfig>> udp_config_table() {
+  return kTable;
+}
+
+}  // namespace ibbcast::udp
