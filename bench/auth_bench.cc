@@ -1,7 +1,7 @@
 // The cost of authenticated frames (issue 9): AES-128-GMAC tag and verify per
 // fragment size on one core, and the receiver's whole per-fragment path with
 // auth on beside the CRC path of engine_bench.cc. Report GB/s per core and
-// the added ns per fragment (README "Threat model").
+// the added ns per fragment (docs/threat-model.md).
 #include <benchmark/benchmark.h>
 
 #include <vector>

@@ -2,7 +2,7 @@
 // 1 KiB or 4 KiB (one segment) through core/rdgram from rank 0 to rank 1 —
 // send, receive, deliver, acknowledge, and the ack received — with auth off
 // and on, over an in-memory link. Auth adds a GMAC per segment and per ack
-// on each side (tag on send, verify on receive). README "Threat model"
+// on each side (tag on send, verify on receive). docs/threat-model.md
 // reports the ratio.
 #include <benchmark/benchmark.h>
 

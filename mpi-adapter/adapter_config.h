@@ -19,7 +19,7 @@ struct AdapterConfig {
   bool print_stats = false;  ///< rank 0 of each communicator prints its statistics when freed
   /// Also communicators whose ranks all share one host and network namespace
   /// (off: those use the MPI's own broadcast — its shared memory beats any
-  /// NIC path there, 6-19x in the README's comparison).
+  /// NIC path there, 6-19x in docs/mpi-adapter.md's comparison).
   bool single_host = false;
   /// MPI_Allreduce as the MPI's reduction to rank 0 and a multicast of the
   /// result; MPI_Barrier as a reduction to rank 0 and a 1-byte multicast.

@@ -1,4 +1,4 @@
-// `ibbcast demo`: the README's main job. N ranks (threads) over the loopback
+// `ibbcast demo`: the main job on the in-process fabric. N ranks (threads) over the loopback
 // fabric broadcast a buffer repeatedly; each rank's completion time is taken
 // from the root's post on the shared monotonic clock, the bytes of every rank
 // are checked after every broadcast, and the datagram statistics are printed.
