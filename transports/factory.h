@@ -8,21 +8,11 @@
 #include <vector>
 
 #include "core/runtime/transport.h"
-#include "dpdk/dpdk_config.h"
-#include "transports/ucx/ucx_config.h"
-#include "transports/udp/udp_config.h"
-#include "verbs/verbs_config.h"
+#include "transports/registry.h"
 
 namespace ibbcast {
 
-struct FabricConfigs {
-  udp::UdpConfig udp;
-  dpdk::DpdkConfig dpdk;
-  verbs::VerbsConfig verbs;
-  ucx::UcxConfig ucx;  ///< the UCX reliable channel, wherever it is stage 2
-};
-
-/// The names make_fabric_transport knows in this build ("udp", "dpdk", "verbs").
+/// The names make_fabric_transport opens in this build ("verbs", "udp", "dpdk").
 std::vector<std::string> fabric_transport_names();
 
 /// The fabric layers' knobs from IBBCAST_* variables; the first bad value is
@@ -30,7 +20,8 @@ std::vector<std::string> fabric_transport_names();
 Result<FabricConfigs> fabric_configs_from_env();
 
 /// `wanted`, or for "auto" the same name on every rank of `boot` (one
-/// allgather): "verbs" when every rank has an active RDMA port, else "udp".
+/// allgather): the first backend of the table that is in "auto" and can run
+/// on every rank (verbs where every rank has an active RDMA port), else "udp".
 std::string choose_fabric_transport(Bootstrap& boot, const std::string& wanted);
 
 /// "udp", "dpdk" or "verbs" with a reliable channel (UCX, or dpdk's frames) opened collectively

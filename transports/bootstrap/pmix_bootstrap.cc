@@ -65,6 +65,16 @@ bool launched_by_pmix() {
   return launched_by_pmix(process_env);
 }
 
+bool built() {
+  return true;
+}
+
+Result<std::unique_ptr<ibbcast::Bootstrap>> open(std::chrono::seconds fence_timeout) {
+  auto b = Bootstrap::create(fence_timeout);
+  if (!b) return b.status();
+  return std::unique_ptr<ibbcast::Bootstrap>(std::move(*b));
+}
+
 Result<std::unique_ptr<Bootstrap>> Bootstrap::create(std::chrono::seconds fence_timeout) {
   // Checked first so the error names the fix: without a server PMIx 4.2's
   // PMIx_Init only says UNREACHABLE (after making itself a "singleton"), and

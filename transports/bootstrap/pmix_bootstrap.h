@@ -18,6 +18,7 @@
 #include "core/protocol/status.h"
 #include "core/runtime/env.h"
 #include "core/runtime/transport.h"
+#include "transports/bootstrap/pmix_entry.h"
 #include "transports/bootstrap/tcp_bootstrap.h"
 
 namespace ibbcast::pmix {
@@ -26,10 +27,8 @@ namespace ibbcast::pmix {
 /// fails setup with kTimedOut instead of hanging it forever.
 inline constexpr std::chrono::seconds kDefaultFenceTimeout{60};
 
-/// True when the process looks launched by a PMIx launcher (PMIX_RANK,
-/// PMIX_NAMESPACE or one of the PMIX_SERVER_URI* variables is set).
-bool launched_by_pmix();
-/// The same, reading the environment through `env` (for tests).
+/// launched_by_pmix() (pmix_entry.h), reading the environment through `env`
+/// (for tests).
 bool launched_by_pmix(const EnvLookup& env);
 
 class Bootstrap final : public ibbcast::Bootstrap {

@@ -1,0 +1,15 @@
+// The dpdk row in a build without DPDK.
+#include "transports/registry.h"
+
+namespace ibbcast::dpdk {
+
+Backend backend() {
+  return {"dpdk", false, false,
+          [] {
+            return BackendInfo{"dpdk", false, false,
+                               "not in this build (libdpdk-dev missing or -Ddpdk=disabled)"};
+          },
+          nullptr};
+}
+
+}  // namespace ibbcast::dpdk
