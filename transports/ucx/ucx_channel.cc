@@ -1,25 +1,22 @@
+// The UCX channel's setup and progress: context and worker, the address
+// exchange, endpoints to every rank with the active-message handlers, the
+// wire-up greetings while all ranks are present, the hand-off thread's turn,
+// naps on the worker's event fd, and teardown.
 #include "transports/ucx/ucx_channel.h"
 
 #include <poll.h>
-#include <ucp/api/ucp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
-#include "core/runtime/log.h"
+#include "transports/ucx/ucx_am.h"
 #include "transports/ucx/ucx_mem_events.h"
 
 namespace ibbcast::ucx {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Closing endpoints once every live peer has acknowledged (or the linger
-// ended): long enough for UCX's own close handshake over a live link.
-constexpr auto kCloseTimeout = std::chrono::seconds(1);
-// How often a closing channel says whom it still waits for.
-constexpr auto kWaitNote = std::chrono::seconds(10);
 
 Status setup_error(const std::string& what, ucs_status_t s) {
   Errc code = s == UCS_ERR_NO_MEMORY ? Errc::kNoResource : Errc::kDeviceLost;
@@ -41,6 +38,21 @@ Status agree(Bootstrap& bootstrap, const Status& mine, const char* step) {
     }
   }
   return Status::ok();
+}
+
+Status set_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t cb, void* arg,
+                   uint32_t flags) {
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                 UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  p.id = id;
+  p.flags = flags;
+  p.cb = cb;
+  p.arg = arg;
+  ucs_status_t s = ucp_worker_set_am_recv_handler(worker, &p);
+  if (s == UCS_OK) return Status::ok();
+  return make_error(Errc::kDeviceLost,
+                    std::string("ucx: ucp_worker_set_am_recv_handler: ") + ucs_status_string(s));
 }
 
 }  // namespace
@@ -162,70 +174,103 @@ Channel::~Channel() {
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
-void Channel::close_endpoints() {
-  // Ranks leave a collective at different times: the root of a broadcast is
-  // done once its sends are out, and a peer may enter it much later (it was
-  // computing, or stopped). To UCX a peer whose connections close has failed,
-  // so before closing, every live peer learns that this rank is leaving (a
-  // goodbye) and acknowledges once it holds every message sent to it before:
-  // then nothing is lost and nothing is failed. Flush meanwhile, so that what
-  // the peers can still take is not cut off; the peers' hand-off threads
-  // answer while their owners are away.
-  send_goodbyes();
-  std::vector<std::pair<void*, Peer*>> pending;
-  for (Peer& p : peers_) {
-    if (p.ep == nullptr || p.failed) continue;
-    ucp_request_param_t param{};
-    ucs_status_ptr_t req = ucp_ep_flush_nbx(p.ep, &param);
-    if (UCS_PTR_IS_PTR(req)) pending.emplace_back(req, &p);
-    if (UCS_PTR_IS_ERR(req)) p.failed = true;
-  }
-  const bool bounded = linger_.count() > 0;
-  const auto until = Clock::now() + linger_;
-  auto next_note = Clock::now() + kWaitNote;
-  while (!pending.empty() || awaiting_acks()) {
-    if (bounded && Clock::now() >= until) break;
-    // Sleep rather than spin: the peers still working may share our CPUs.
-    if (ucp_worker_progress(worker_) == 0) nap(Clock::now() + std::chrono::milliseconds(5));
-    send_acks();
-    std::erase_if(pending, [](const auto& entry) { return reap(entry.first); });
-    if (Clock::now() >= next_note) {
-      next_note += kWaitNote;
-      std::string who;
-      for (const Peer& p : peers_) {
-        if (p.rank != rank_ && p.ep != nullptr && !p.failed && !p.departed && !p.acked)
-          who += (who.empty() ? "" : ", ") + std::to_string(p.rank);
-      }
-      log_info("ucx channel of rank " + std::to_string(rank_) + " closing: rank(s) " + who +
-               " alive but not yet holding this rank's last messages; waiting for them");
+Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride) {
+  auto on_hello = [](void* arg, const void* header, size_t header_length, void*, size_t,
+                     const ucp_am_recv_param_t*) {
+    auto* ch = static_cast<Channel*>(arg);
+    uint32_t from = 0;
+    if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
+    if (from < ch->size_ && !ch->hello_from_[from]) {
+      ch->hello_from_[from] = true;
+      ++ch->hellos_;
+    }
+    return UCS_OK;
+  };
+  auto on_bye = [](void* arg, const void* header, size_t header_length, void*, size_t,
+                   const ucp_am_recv_param_t*) {
+    Goodbye bye;
+    if (header_length == sizeof bye) {
+      std::memcpy(&bye, header, sizeof bye);
+      static_cast<Channel*>(arg)->on_goodbye(bye);
+    }
+    return UCS_OK;
+  };
+  auto on_bye_ack = [](void* arg, const void* header, size_t header_length, void*, size_t,
+                       const ucp_am_recv_param_t*) {
+    auto* ch = static_cast<Channel*>(arg);
+    uint32_t from = ch->size_;
+    if (header_length == sizeof from) std::memcpy(&from, header, sizeof from);
+    if (from < ch->size_) ch->peers_[from].acked = true;
+    return UCS_OK;
+  };
+  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kHelloId, on_hello, this, 0));
+  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kByeId, on_bye, this, 0));
+  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kByeAckId, on_bye_ack, this, 0));
+  // PERSISTENT_DATA: an eager payload may be kept past the handler (split_).
+  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kAmId, &Glue::on_am, this,
+                                      UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA));
+  ucs_status_t s;
+  for (uint32_t r = 0; r < size_; ++r) {
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(addresses.data() + r * stride);
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = &Glue::on_ep_error;
+    ep.err_handler.arg = &peers_[r];
+    s = ucp_ep_create(worker_, &ep, &peers_[r].ep);
+    if (s != UCS_OK) {
+      peers_[r].ep = nullptr;
+      return make_error(Errc::kDeviceLost, "ucx: connecting to rank " + std::to_string(r) + ": " +
+                                               ucs_status_string(s));
     }
   }
-  // Past the linger: endpoints whose flush did not finish are closed by
-  // force, which cancels their requests; the callbacks run and UCX gets its
-  // requests back before the worker goes.
-  for (auto& [req, p] : pending) {
-    ucp_request_free(req);  // released by UCX when the forced close ends it
-    p->failed = true;
+  return Status::ok();
+}
+
+Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
+  // Every endpoint connects now, while every rank is here progressing: later a
+  // rank may stop progressing (done with a broadcast, busy elsewhere), and a
+  // connection opened lazily by the first stage-2 send would then never
+  // complete — observed as a stalled ring with 8 ranks. The lower rank of a
+  // pair greets first and the higher one answers, so no pair opens its TCP
+  // connections from both ends at once; that is a precaution, not a fix for
+  // an observed failure.
+  hello_from_.assign(size_, false);
+  std::vector<bool> greeted(size_, false);
+  std::vector<void*> reqs;
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  rp.flags = UCP_AM_SEND_FLAG_EAGER;
+  auto greet = [&](uint32_t r) -> Status {
+    greeted[r] = true;
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(peers_[r].ep, kHelloId, &rank_, sizeof rank_, nullptr, 0, &rp);
+    if (UCS_PTR_IS_ERR(req)) {
+      return make_error(Errc::kDeviceLost, "ucx: greeting rank " + std::to_string(r) + ": " +
+                                               ucs_status_string(UCS_PTR_STATUS(req)));
+    }
+    if (req != nullptr) reqs.push_back(req);
+    return Status::ok();
+  };
+  for (uint32_t r = rank_ + 1; r < size_; ++r)
+    IBBCAST_RETURN_IF_ERROR(greet(r));
+  for (;;) {
+    // Sleep on the worker's event fd when nothing moved: the peers wiring up
+    // share our cores (4 ranks on 2 cores spent group creation spinning here).
+    if (ucp_worker_progress(worker_) == 0) nap(deadline);
+    for (uint32_t r = 0; r < rank_; ++r) {
+      if (hello_from_[r] && !greeted[r]) IBBCAST_RETURN_IF_ERROR(greet(r));
+    }
+    std::erase_if(reqs, reap);
+    if (reqs.empty() && hellos_ + 1 >= size_) return Status::ok();
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (void* req : reqs)
+        ucp_request_cancel(worker_, req);
+      return make_error(Errc::kTimedOut, "ucx: wire-up: heard from " + std::to_string(hellos_) +
+                                             " of " + std::to_string(size_ - 1) + " peers");
+    }
   }
-  pending.clear();
-  for (Peer& p : peers_) {
-    if (p.ep == nullptr) continue;
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = p.failed ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    ucs_status_ptr_t req = ucp_ep_close_nbx(p.ep, &param);
-    if (UCS_PTR_IS_PTR(req)) pending.emplace_back(req, &p);
-    p.ep = nullptr;
-  }
-  const auto deadline = Clock::now() + kCloseTimeout;
-  wait_requests(pending, deadline);
-  // A forced close purges the requests from the worker's progress, and ours
-  // tell when UCX has called them all back.
-  while ((!sends_.empty() || !recvs_.empty()) && Clock::now() < deadline)
-    ucp_worker_progress(worker_);
-  // Past the deadline the worker's destruction releases what is left.
-  for (auto& [req, p] : pending)
-    ucp_request_free(req);
 }
 
 bool Channel::helper_turn() {
@@ -243,78 +288,10 @@ void Channel::hand_off() {
   helper_.hand_off();
 }
 
-void Channel::depart(bool clean, Nanos linger) {
-  auto lock = owner_lock();
-  depart_clean_ = clean;
-  linger_ = linger;
-}
-
-void Channel::send_goodbyes() {
-  ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  rp.flags = UCP_AM_SEND_FLAG_EAGER;
-  for (Peer& p : peers_) {
-    if (p.rank == rank_ || p.ep == nullptr || p.failed) continue;
-    p.bye = Goodbye{rank_, depart_clean_ ? 1u : 0u, p.next_send_seq};
-    ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, kByeId, &p.bye, sizeof p.bye, nullptr, 0, &rp);
-    if (UCS_PTR_IS_ERR(req)) {
-      p.failed = true;  // closed by force; nothing to wait for
-    } else if (req != nullptr) {
-      ucp_request_free(req);  // the endpoint's flush waits for it
-    }
-  }
-}
-
-void Channel::on_goodbye(const Goodbye& bye) {
-  if (bye.from >= size_ || bye.from == rank_) return;
-  Peer& p = peers_[bye.from];
-  if (bye.clean == 0) {
-    // It leaves with a broadcast unfinished: the ranks that need its part
-    // would wait for ever.
-    fail_peer(p.rank, "it left the group with a broadcast unfinished");
-  }
-  p.departed = true;
-  p.left_clean = bye.clean != 0;
-  p.ack_owed = true;
-  p.bye_seq = bye.seq;
-  acks_owed_ = true;
-}
-
-void Channel::send_acks() {
-  if (!acks_owed_) return;
-  acks_owed_ = false;
-  ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  rp.flags = UCP_AM_SEND_FLAG_EAGER;
-  for (Peer& p : peers_) {
-    if (!p.ack_owed) continue;
-    // Also to a peer that left unfinished (failed for us): it waits for it.
-    if (p.ep == nullptr) {
-      p.ack_owed = false;
-      continue;
-    }
-    // A rendezvous message before the goodbye may still be on its way.
-    if (p.next_recv_seq < p.bye_seq) {
-      acks_owed_ = true;
-      continue;
-    }
-    p.ack_owed = false;
-    ucs_status_ptr_t req = ucp_am_send_nbx(p.ep, kByeAckId, &rank_, sizeof rank_, nullptr, 0, &rp);
-    if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);
-  }
-}
-
 bool Channel::reap(void* request) {
   if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
   ucp_request_free(request);
   return true;
-}
-
-bool Channel::awaiting_acks() const {
-  for (const Peer& p : peers_) {
-    if (p.rank != rank_ && p.ep != nullptr && !p.failed && !p.departed && !p.acked) return true;
-  }
-  return false;
 }
 
 void Channel::nap(Clock::time_point deadline) {

@@ -105,7 +105,7 @@ class Channel : public P2pChannel {
   uint32_t size() const { return size_; }
 
  private:
-  struct Glue;  // the UCX callbacks (ucx_channel_io.cc)
+  struct Glue;  // the UCX callbacks (ucx_am.h)
   // Active-message ids: the frames, and three that never reach the user.
   static constexpr unsigned kAmId = 0x1bb;
   static constexpr unsigned kHelloId = 0x1bc;   ///< wire-up greeting

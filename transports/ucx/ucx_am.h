@@ -1,7 +1,7 @@
 #pragma once
 // Inside the UCX channel: the callbacks UCX calls (Channel::Glue) and the
 // active-message header that sends write and arrivals read. Shared by
-// ucx_channel_io.cc (endpoints, sends) and ucx_channel_recv.cc (arrivals);
+// ucx_channel.cc (endpoints), ucx_send.cc, ucx_recv.cc and ucx_departure.cc;
 // unlike ucx_channel.h it needs UCX's headers.
 #include <ucp/api/ucp.h>
 

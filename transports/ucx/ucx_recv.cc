@@ -1,0 +1,161 @@
+// Arrivals on the UCX channel: the active-message handler that copies an
+// eager frame, keeps its payload in UCX's buffer (split_messages) or starts a
+// rendezvous receive; the end of that receive; delivery in each peer's order;
+// poll() and release().
+#include <cstring>
+
+#include "transports/ucx/ucx_am.h"
+
+namespace ibbcast::ucx {
+namespace {
+
+// Smaller eager payloads are copied even with split_messages: UCX's receive
+// buffers are worth more than a copy of a few hundred bytes.
+constexpr std::size_t kSplitMin = 512;
+// Bounds one poll() so a steady stream of arrivals cannot keep it looping.
+constexpr int kMaxProgressCalls = 64;
+
+}  // namespace
+
+ucs_status_t Channel::Glue::on_am(void* arg, const void* header, size_t header_length, void* data,
+                                  size_t length, const ucp_am_recv_param_t* param) {
+  auto* ch = static_cast<Channel*>(arg);
+  AmHeader h;
+  if (header_length < sizeof h) return UCS_OK;  // not ours: drop
+  std::memcpy(&h, header, sizeof h);
+  if (h.from >= ch->size_ || sizeof h + h.head_len + h.tail_len != header_length) return UCS_OK;
+  const auto* extra = static_cast<const std::byte*>(header) + sizeof h;
+  Buffer b;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0 && ch->split_ && length >= kSplitMin) {
+    // Keep UCX's buffer (UCS_INPROGRESS) rather than copying the payload
+    // next to its header and trailer; release() gives it back.
+    b.size = h.head_len + h.tail_len;
+    b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
+    std::memcpy(b.data.get(), extra, b.size);
+    b.ucx_data = data;
+    b.head_len = h.head_len;
+    b.payload_len = length;
+    ch->deliver(h.from, h.seq, std::move(b));
+    return UCS_INPROGRESS;
+  }
+  b.size = h.head_len + length + h.tail_len;
+  b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
+  std::memcpy(b.data.get(), extra, h.head_len);
+  std::memcpy(b.data.get() + h.head_len + length, extra + h.head_len, h.tail_len);
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+    // Eager: UCX owns `data` only during this call, so copy.
+    if (length != 0) std::memcpy(b.data.get() + h.head_len, data, length);
+    ch->deliver(h.from, h.seq, std::move(b));
+    return UCS_OK;
+  }
+  auto owned = std::make_unique<RecvOp>();
+  RecvOp* op = owned.get();
+  op->channel = ch;
+  op->peer = h.from;
+  op->seq = h.seq;
+  op->buffer = std::move(b);
+  ch->recvs_.emplace(op, std::move(owned));
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  rp.cb.recv_am = &Glue::on_recv_done;
+  rp.user_data = op;
+  // Started inside the handler, UCX keeps the descriptor itself (UCS_OK is
+  // the right return); the op is registered first so that a completion
+  // inside this call finds it.
+  ucs_status_ptr_t req =
+      ucp_am_recv_data_nbx(ch->worker_, data, op->buffer.data.get() + h.head_len, length, &rp);
+  if (req == nullptr) {
+    finish_recv(op, UCS_OK);
+  } else if (UCS_PTR_IS_ERR(req)) {
+    finish_recv(op, UCS_PTR_STATUS(req));
+  }
+  return UCS_OK;
+}
+
+void Channel::Glue::finish_recv(RecvOp* op, ucs_status_t status) {
+  Channel* ch = op->channel;
+  auto node = ch->recvs_.extract(op);
+  if (status == UCS_OK) {
+    ch->deliver(op->peer, op->seq, std::move(op->buffer));
+  } else if (!ch->closing_) {
+    ch->fail_peer(op->peer,
+                  std::string("ucx rendezvous receive failed: ") + ucs_status_string(status));
+  }
+}
+
+void Channel::Glue::on_recv_done(void* request, ucs_status_t status, size_t /*length*/,
+                                 void* user_data) {
+  finish_recv(static_cast<RecvOp*>(user_data), status);
+  ucp_request_free(request);
+}
+
+void Channel::deliver(uint32_t peer, uint64_t seq, Buffer buffer) {
+  Peer& p = peers_[peer];
+  if (seq < p.next_recv_seq) return;  // cannot happen with UCX's reliability; be safe
+  if (seq > p.next_recv_seq) {
+    p.early.emplace(seq, std::move(buffer));
+    return;
+  }
+  for (;;) {
+    const uint64_t handle = next_handle_++;
+    Buffer& held = held_[handle] = std::move(buffer);
+    P2pEvent e;
+    e.kind = P2pEvent::Kind::kMessage;
+    e.peer = peer;
+    e.message = RecvView{std::span<const std::byte>(held.data.get(), held.size), peer, handle};
+    if (held.ucx_data != nullptr) {
+      const auto* payload = static_cast<const std::byte*>(held.ucx_data);
+      if (held.size == 0) {
+        e.message.bytes = {payload, held.payload_len};  // a frame sent whole
+      } else {
+        e.message.split = true;
+        e.message.bytes = {held.data.get(), held.head_len};
+        e.message.payload = {payload, held.payload_len};
+        e.message.trailer = {held.data.get() + held.head_len, held.size - held.head_len};
+      }
+    }
+    events_.push_back(std::move(e));
+    ++p.next_recv_seq;
+    auto next = p.early.find(p.next_recv_seq);
+    if (next == p.early.end()) break;
+    buffer = std::move(next->second);
+    p.early.erase(next);
+  }
+}
+
+std::size_t Channel::poll(std::span<P2pEvent> out) {
+  auto lock = owner_lock();
+  for (int i = 0; i < kMaxProgressCalls && events_.size() < out.size(); ++i) {
+    if (ucp_worker_progress(worker_) == 0) break;
+  }
+  send_acks();
+  std::size_t n = 0;
+  while (n < out.size() && !events_.empty()) {
+    out[n++] = std::move(events_.front());
+    events_.pop_front();
+  }
+  return n;
+}
+
+void Channel::release(const RecvView& view) {
+  auto lock = owner_lock();
+  auto it = held_.find(view.handle);
+  if (it == held_.end()) return;
+  if (it->second.ucx_data != nullptr) ucp_am_data_release(worker_, it->second.ucx_data);
+  held_.erase(it);
+}
+
+void Channel::release_ucx_data() {
+  for (auto& entry : held_) {
+    if (entry.second.ucx_data != nullptr) ucp_am_data_release(worker_, entry.second.ucx_data);
+  }
+  held_.clear();
+  for (Peer& p : peers_) {
+    for (auto& entry : p.early) {
+      if (entry.second.ucx_data != nullptr) ucp_am_data_release(worker_, entry.second.ucx_data);
+    }
+    p.early.clear();
+  }
+}
+
+}  // namespace ibbcast::ucx
