@@ -11,25 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "core/protocol/le.h"
+
 namespace ibbcast::fuzz {
 
 inline void check(bool ok) {
   if (!ok) __builtin_trap();
-}
-
-template <typename T>
-void put_le(std::byte* p, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    p[i] = std::byte(static_cast<uint8_t>(v >> (8 * i)));
-}
-
-template <typename T>
-T get_le(const std::byte* p) {
-  T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    v = static_cast<T>(v |
-                       static_cast<T>(static_cast<T>(std::to_integer<uint8_t>(p[i])) << (8 * i)));
-  return v;
 }
 
 class Input {

@@ -19,9 +19,9 @@ namespace ibbcast::fuzz::rdgram {
 void Harness::inject(uint32_t r, Bytes b) {
   ++injected;
   if (!keyed && b.size() >= 16) {
-    const uint32_t from = fuzz::get_le<uint32_t>(&b[4]);
-    const uint32_t channel = fuzz::get_le<uint32_t>(&b[12]);
-    if (channel == kChannel && from == 1 - r) fuzz::put_le<uint32_t>(&b[4], kPhantom);
+    const uint32_t from = le::get<uint32_t>(&b[4]);
+    const uint32_t channel = le::get<uint32_t>(&b[12]);
+    if (channel == kChannel && from == 1 - r) le::put<uint32_t>(&b[4], kPhantom);
   }
   wire.inbox[r].push_back(std::move(b));
 }
@@ -34,13 +34,13 @@ void Harness::inject_segment(uint32_t r, fuzz::Input& in) {
   b[1] = std::byte(static_cast<uint8_t>(1 + in.take<uint8_t>() % 3));
   b[2] = std::byte(static_cast<uint8_t>(in.take<uint8_t>() % 2));
   const uint8_t who = in.take<uint8_t>();
-  fuzz::put_le<uint32_t>(&b[4], who % 4 == 0 ? in.take<uint32_t>() : kPhantom);
-  fuzz::put_le<uint32_t>(&b[8], who % 8 == 1 ? 1 - r : r);
-  fuzz::put_le<uint32_t>(&b[12], who % 16 == 2 ? kChannel + 1 : kChannel);
-  fuzz::put_le<uint64_t>(&b[16], in.take<uint8_t>() % 2 ? in.take<uint64_t>() : in.take<uint8_t>());
-  fuzz::put_le<uint64_t>(&b[24], b[1] == std::byte{2} ? in.take<uint64_t>() : 0);
-  if (keyed && in.take<uint8_t>() % 2) {  // tagged: a counter and a tag of its own
-    fuzz::put_le<uint32_t>(&b[4], in.take<uint8_t>() % 3);  // even an honest rank
+  le::put<uint32_t>(&b[4], who % 4 == 0 ? in.take<uint32_t>() : kPhantom);
+  le::put<uint32_t>(&b[8], who % 8 == 1 ? 1 - r : r);
+  le::put<uint32_t>(&b[12], who % 16 == 2 ? kChannel + 1 : kChannel);
+  le::put<uint64_t>(&b[16], in.take<uint8_t>() % 2 ? in.take<uint64_t>() : in.take<uint8_t>());
+  le::put<uint64_t>(&b[24], b[1] == std::byte{2} ? in.take<uint64_t>() : 0);
+  if (keyed && in.take<uint8_t>() % 2) {               // tagged: a counter and a tag of its own
+    le::put<uint32_t>(&b[4], in.take<uint8_t>() % 3);  // even an honest rank
     b[3] = std::byte{1};
     const Bytes trailer = in.bytes(24);
     b.insert(b.end(), trailer.begin(), trailer.end());

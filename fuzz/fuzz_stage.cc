@@ -44,7 +44,6 @@ namespace {
 using namespace ibbcast;
 using namespace ibbcast::tool::stage;
 using fuzz::check;
-using fuzz::put_le;
 using Bytes = std::vector<std::byte>;
 
 constexpr uint32_t kManifestMagic = 0x4d534249;  // "IBSM"
@@ -323,7 +322,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0:
       check_chunk(fixed);
       if (fixed.size() >= 8) {
-        put_le(fixed.data(), kChunkMagic);
+        le::put(fixed.data(), kChunkMagic);
         fixed[4] = std::byte{kChunkVersion};
         check_chunk(fixed);
       }
@@ -331,16 +330,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 1:
       check_manifest(fixed);
       if (fixed.size() >= 8) {
-        put_le(fixed.data(), kManifestMagic);
-        put_le(fixed.data() + 4, uint16_t{1});
+        le::put(fixed.data(), kManifestMagic);
+        le::put(fixed.data() + 4, uint16_t{1});
         check_manifest(fixed);
       }
       break;
     case 2:
       check_start(fixed);
       fixed.resize(kStartSize);
-      put_le(fixed.data(), kStartMagic);
-      put_le(fixed.data() + 4, uint16_t{1});
+      le::put(fixed.data(), kStartMagic);
+      le::put(fixed.data() + 4, uint16_t{1});
       check_start(fixed);
       break;
     case 3: {

@@ -1,39 +1,16 @@
 #include "core/protocol/wire.h"
 
 #include <array>
-#include <bit>
 #include <cstring>
 
 #include "core/protocol/crc32c.h"
+#include "core/protocol/le.h"
 
 namespace ibbcast {
 namespace {
 
-// The wire is little-endian. memcpy keeps unaligned access defined and
-// compiles to one load/store; big-endian hosts swap.
-template <typename T>
-T to_wire(T v) {
-  if constexpr (std::endian::native == std::endian::big && sizeof(T) == 2)
-    return __builtin_bswap16(v);
-  if constexpr (std::endian::native == std::endian::big && sizeof(T) == 4)
-    return __builtin_bswap32(v);
-  if constexpr (std::endian::native == std::endian::big && sizeof(T) == 8)
-    return __builtin_bswap64(v);
-  return v;
-}
-
-template <typename T>
-void put(std::byte* p, T v) {
-  v = to_wire(v);
-  std::memcpy(p, &v, sizeof v);
-}
-
-template <typename T>
-T get(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return to_wire(v);
-}
+using le::get;
+using le::put;
 
 constexpr std::array<std::string_view, kRejectCount> kRejectNames = {
     "truncated",    "bad_magic",    "bad_version",     "bad_flags", "bad_length",

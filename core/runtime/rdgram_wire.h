@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/protocol/le.h"
 #include "core/protocol/wire.h"
 
 namespace ibbcast::rdgram {
@@ -35,18 +36,8 @@ struct SegHeader {
   bool tagged = false;
 };
 
-template <typename T>
-void put(std::byte* p, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    p[i] = std::byte(static_cast<uint8_t>(v >> (8 * i)));
-}
-template <typename T>
-T get(const std::byte* p) {
-  T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
-  return v;
-}
+using le::get;
+using le::put;
 
 inline void encode(const SegHeader& h, std::byte* p) {
   p[0] = std::byte{kMagic};

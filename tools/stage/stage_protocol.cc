@@ -4,6 +4,8 @@
 #include <set>
 #include <string_view>
 
+#include "core/protocol/le.h"
+
 namespace ibbcast::tool::stage {
 namespace {
 
@@ -11,52 +13,8 @@ constexpr uint32_t kManifestMagic = 0x4d534249;  // "IBSM"
 constexpr uint32_t kStartMagic = 0x53534249;     // "IBSS"
 constexpr uint16_t kVersion = 1;
 
-// Little-endian writer/reader over a byte vector/span; the reader remembers
-// an overrun instead of failing each call, and the caller checks once.
-class Writer {
- public:
-  explicit Writer(std::vector<std::byte>& out) : out_(out) {}
-  void put(uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i)
-      out_.push_back(static_cast<std::byte>(v >> (8 * i)));
-  }
-  void put_bytes(const void* p, std::size_t n) {
-    const auto* b = static_cast<const std::byte*>(p);
-    out_.insert(out_.end(), b, b + n);
-  }
-
- private:
-  std::vector<std::byte>& out_;
-};
-
-class Reader {
- public:
-  explicit Reader(std::span<const std::byte> in) : in_(in) {}
-  uint64_t get(int bytes) {
-    if (pos_ + static_cast<std::size_t>(bytes) > in_.size()) {
-      short_ = true;
-      return 0;
-    }
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i)
-      v |= static_cast<uint64_t>(in_[pos_ + static_cast<std::size_t>(i)]) << (8 * i);
-    pos_ += static_cast<std::size_t>(bytes);
-    return v;
-  }
-  bool get_bytes(void* p, std::size_t n) {
-    if (pos_ + n > in_.size()) return !(short_ = true);
-    std::memcpy(p, in_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool short_read() const { return short_; }
-  std::size_t left() const { return in_.size() - pos_; }
-
- private:
-  std::span<const std::byte> in_;
-  std::size_t pos_ = 0;
-  bool short_ = false;
-};
+using le::Reader;
+using le::Writer;
 
 Status corrupt(const std::string& what) {
   return make_error(Errc::kCorrupt, what);
