@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <random>
 
 #include "core/runtime/rdgram.h"
 #include "dpdk/port.h"
@@ -13,12 +12,6 @@
 
 namespace ibbcast::dpdk {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-Nanos now_ns() {
-  return std::chrono::duration_cast<Nanos>(Clock::now().time_since_epoch());
-}
 
 // Unicast frames of one channel, to a rank's MAC.
 class UnicastLink final : public DatagramLink {
@@ -74,7 +67,7 @@ Result<std::unique_ptr<P2pChannel>> open_frames_channel(Port& port, Bootstrap& b
     Mac mac;
     uint8_t pad[2];
     uint64_t id;
-  } mine{port.mac(), {0, 0}, std::random_device{}() * 0x9e3779b97f4a7c15ull ^ now_ns().count()};
+  } mine{port.mac(), {0, 0}, random_channel_id()};
   std::vector<Record> all(boot.size());
   IBBCAST_RETURN_IF_ERROR(
       boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))));
@@ -83,21 +76,15 @@ Result<std::unique_ptr<P2pChannel>> open_frames_channel(Port& port, Bootstrap& b
   std::vector<Mac> macs;
   for (const Record& r : all)
     macs.push_back(r.mac);
-  RdgramConfig rc;
-  rc.rank = boot.rank();
-  rc.size = boot.size();
-  rc.channel = static_cast<uint32_t>(all[0].id);
-  rc.peer_timeout = cfg.peer_timeout;
-  rc.totals = std::move(totals);
-  if (options.auth_key) {
-    auto gmac = rdgram_gmac(*options.auth_key, rc.channel);
-    if (!gmac) return gmac.status();
-    rc.auth = std::move(*gmac);
-  }
+  DatagramChannelSetup setup;
+  setup.rank = boot.rank();
+  setup.size = boot.size();
+  setup.id = all[0].id;
+  setup.idle_sleep = std::chrono::microseconds(cfg.idle_sleep_us);
+  setup.peer_timeout = cfg.peer_timeout;
+  setup.totals = std::move(totals);
   auto link = std::make_unique<UnicastLink>(port, std::move(macs), all[0].id, max_datagram);
-  auto inner = std::make_unique<DatagramP2p>(std::move(link), rc, now_ns);
-  return make_datagram_channel(std::move(inner), std::chrono::microseconds(cfg.idle_sleep_us),
-                               cfg.peer_timeout);
+  return open_datagram_channel(std::move(link), setup, options);
 }
 
 }  // namespace ibbcast::dpdk

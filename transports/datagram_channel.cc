@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <deque>
+#include <random>
 #include <thread>
 
 #include "transports/hand_off.h"
@@ -104,6 +105,32 @@ class DatagramChannel final : public P2pChannel {
 std::unique_ptr<P2pChannel> make_datagram_channel(std::unique_ptr<DatagramP2p> inner,
                                                   Nanos idle_sleep, Nanos linger) {
   return std::make_unique<DatagramChannel>(std::move(inner), idle_sleep, linger);
+}
+
+uint64_t random_channel_id() {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return std::random_device{}() * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(now);
+}
+
+Result<std::unique_ptr<P2pChannel>> open_datagram_channel(std::unique_ptr<DatagramLink> link,
+                                                          const DatagramChannelSetup& setup,
+                                                          const P2pOptions& options) {
+  RdgramConfig rc;
+  rc.rank = setup.rank;
+  rc.size = setup.size;
+  rc.channel = static_cast<uint32_t>(setup.id);
+  rc.peer_timeout = setup.peer_timeout;
+  rc.totals = setup.totals;
+  if (options.auth_key) {
+    auto gmac = rdgram_gmac(*options.auth_key, rc.channel);
+    if (!gmac) return gmac.status();
+    rc.auth = std::move(*gmac);
+  }
+  auto now = [] {
+    return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+  };
+  auto inner = std::make_unique<DatagramP2p>(std::move(link), rc, now);
+  return make_datagram_channel(std::move(inner), setup.idle_sleep, setup.peer_timeout);
 }
 
 }  // namespace ibbcast

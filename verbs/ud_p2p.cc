@@ -1,9 +1,7 @@
 #include "verbs/ud_p2p.h"
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "core/runtime/rdgram.h"
@@ -14,10 +12,6 @@ namespace ibbcast::verbs {
 namespace {
 
 constexpr uint32_t kQkey = 0x1bbc0002;  // unicast only: any common value
-
-Nanos now_ns() {
-  return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
-}
 
 // What each rank tells the others: where to send to it.
 struct Record {
@@ -85,8 +79,7 @@ Result<std::unique_ptr<P2pChannel>> open_ud_p2p(std::shared_ptr<Device> dev, Boo
     std::memcpy(mine.gid, (*q)->gid().raw, 16);
     mine.qpn = (*q)->qp()->qp_num;
   }
-  mine.id =
-      std::random_device{}() * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(now_ns().count());
+  mine.id = random_channel_id();
   std::vector<Record> all(boot.size());
   IBBCAST_RETURN_IF_ERROR(
       boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))));
@@ -99,20 +92,14 @@ Result<std::unique_ptr<P2pChannel>> open_ud_p2p(std::shared_ptr<Device> dev, Boo
   }
   auto link = std::make_unique<UdLink>(dev, std::move(*q));
   IBBCAST_RETURN_IF_ERROR(link->connect(all, boot.rank()));
-  RdgramConfig rc;
-  rc.rank = boot.rank();
-  rc.size = boot.size();
-  rc.channel = static_cast<uint32_t>(all[0].id);
-  rc.peer_timeout = dev->config().peer_timeout;
-  rc.totals = std::move(totals);
-  if (options.auth_key) {
-    auto gmac = rdgram_gmac(*options.auth_key, rc.channel);
-    if (!gmac) return gmac.status();
-    rc.auth = std::move(*gmac);
-  }
-  auto inner = std::make_unique<DatagramP2p>(std::move(link), rc, now_ns);
-  return make_datagram_channel(std::move(inner), std::chrono::microseconds(50),
-                               dev->config().peer_timeout);
+  DatagramChannelSetup setup;
+  setup.rank = boot.rank();
+  setup.size = boot.size();
+  setup.id = all[0].id;
+  setup.idle_sleep = std::chrono::microseconds(50);
+  setup.peer_timeout = dev->config().peer_timeout;
+  setup.totals = std::move(totals);
+  return open_datagram_channel(std::move(link), setup, options);
 }
 
 }  // namespace ibbcast::verbs
