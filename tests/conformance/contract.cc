@@ -241,4 +241,17 @@ Status event_fd_wakes_a_sleeper(Transport& transport, Bootstrap& boot) {
   return result.is_ok() ? f : result;
 }
 
+std::span<const Check> contract() {
+  static constexpr Check kChecks[] = {
+      {"MulticastReachesEveryMemberByteExact", 3, false, multicast_reaches_every_member},
+      {"ReliableChannelIsOrderedPerPeerAndByteExact", 3, false, reliable_channel_is_ordered},
+      {"EventFdWakesASleepingRank", 2, true, event_fd_wakes_a_sleeper},
+      {"EveryAlgorithmBroadcastsByteExact", 5, false, every_algorithm_broadcasts},
+      {"AuthenticatedBroadcastsByteExact", 4, false, authenticated_broadcasts},
+      {"LargeBroadcastThenForeignCollective", 3, false, large_broadcast_then_foreign_collective},
+      {"GroupCyclesLeaveNothingBehind", 3, false, group_cycles_leave_nothing},
+  };
+  return kChecks;
+}
+
 }  // namespace ibbcast::conformance

@@ -7,6 +7,9 @@
 // what was expected; kUnsupported means the backend lacks the feature (the
 // caller reports a skip, which the multi-process runner counts as a failure).
 
+#include <span>
+#include <string_view>
+
 #include "core/runtime/transport.h"
 
 namespace ibbcast::conformance {
@@ -47,5 +50,20 @@ Status group_cycles_leave_nothing(Transport& transport, Bootstrap& boot);
 /// multicast carried tagged fragments. A build without OpenSSL must refuse
 /// auth=on with kUnsupported instead.
 Status authenticated_broadcasts(Transport& transport, Bootstrap& boot);
+
+/// One check of the contract, as every runner registers it.
+struct Check {
+  std::string_view name;  ///< the test's name in every runner
+  uint32_t ranks;         ///< ranks an in-process runner gives it
+  /// Needs Transport::event_fd: a backend whose waits cannot sleep on an fd
+  /// (dpdk ports without receive interrupts) leaves it out, saying so.
+  bool needs_event_fd;
+  Status (*run)(Transport& transport, Bootstrap& boot);
+};
+
+/// The contract: every check above, in the order runners run them. Runners
+/// register from this list (contract_tests.h) instead of naming checks, and
+/// the scripts count the tests a runner lists instead of expecting a number.
+std::span<const Check> contract();
 
 }  // namespace ibbcast::conformance

@@ -13,6 +13,7 @@
 
 #include "core/runtime/env.h"
 #include "tests/conformance/contract.h"
+#include "tests/conformance/contract_tests.h"
 #include "transports/bootstrap/bootstrap_select.h"
 #include "transports/factory.h"
 #include "transports/netns.h"
@@ -22,51 +23,16 @@ namespace {
 
 Bootstrap* g_boot = nullptr;
 
-void run_check(Status (*check)(Transport&, Bootstrap&)) {
-  Config<udp::UdpConfig> udp{"udp", udp::udp_config_table()};
-  Config<dpdk::DpdkConfig> dpdk{"dpdk", dpdk::dpdk_config_table()};
-  Config<verbs::VerbsConfig> verbs{"verbs", verbs::verbs_config_table()};
-  ASSERT_TRUE(udp.load_env().is_ok());
-  ASSERT_TRUE(dpdk.load_env().is_ok());
-  Config<ucx::UcxConfig> ucx{"ucx", ucx::ucx_config_table()};
-  ASSERT_TRUE(verbs.load_env().is_ok());
-  ASSERT_TRUE(ucx.load_env().is_ok());
+void run_check(const Check& check) {
+  auto cfg = fabric_configs_from_env();
+  ASSERT_TRUE(cfg.is_ok()) << cfg.status().to_string();
   Bootstrap& boot = *g_boot;
   const std::string name = process_env("IBBCAST_TRANSPORT").value_or("udp");
-  auto t =
-      make_fabric_transport(name, {udp.value(), dpdk.value(), verbs.value(), ucx.value()}, boot);
+  auto t = make_fabric_transport(name, *cfg, boot);
   ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   // No skips here: a backend feature the contract needs is a failure.
-  Status st = check(**t, boot);
+  Status st = check.run(**t, boot);
   EXPECT_TRUE(st.is_ok()) << "rank " << boot.rank() << ": " << st.to_string();
-}
-
-TEST(ProcessConformance, MulticastReachesEveryMemberByteExact) {
-  run_check(multicast_reaches_every_member);
-}
-
-TEST(ProcessConformance, ReliableChannelIsOrderedPerPeerAndByteExact) {
-  run_check(reliable_channel_is_ordered);
-}
-
-TEST(ProcessConformance, EventFdWakesASleepingRank) {
-  run_check(event_fd_wakes_a_sleeper);
-}
-
-TEST(ProcessConformance, EveryAlgorithmBroadcastsByteExact) {
-  run_check(every_algorithm_broadcasts);
-}
-
-TEST(ProcessConformance, GroupCyclesLeaveNothingBehind) {
-  run_check(group_cycles_leave_nothing);
-}
-
-TEST(ProcessConformance, AuthenticatedBroadcastsByteExact) {
-  run_check(authenticated_broadcasts);
-}
-
-TEST(ProcessConformance, LargeBroadcastThenForeignCollective) {
-  run_check(large_broadcast_then_foreign_collective);
 }
 
 }  // namespace
@@ -75,6 +41,11 @@ TEST(ProcessConformance, LargeBroadcastThenForeignCollective) {
 int main(int argc, char** argv) {
   using namespace ibbcast;  // NOLINT: main only
   ::testing::InitGoogleTest(&argc, argv);
+  conformance::register_contract(
+      "ProcessConformance", "", [](const conformance::Check&) { return true; },
+      [](const conformance::Check& check) { conformance::run_check(check); });
+  // Listing needs no job: the scripts count the checks a filter selects.
+  if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();
   Config<BootstrapConfig> boot_cfg{"bootstrap", bootstrap_config_table()};
   if (Status st = boot_cfg.load_env(); !st) {
     std::fprintf(stderr, "process conformance: %s\n", st.to_string().c_str());

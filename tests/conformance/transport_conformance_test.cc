@@ -1,12 +1,12 @@
-// One suite every backend passes: the Transport contract (multicast reaches
-// every member byte-exact, reliable channel ordered per peer, event fd wakes a
-// sleeper) and broadcasts through Group on that backend.
+// One suite every backend passes, in one process: the contract
+// (tests/conformance/contract.h) for each backend whose ranks can be threads.
 #include <gtest/gtest.h>
 #include <thread>
 
 #include "core/runtime/group.h"
 #include "tests/conformance/backend_fixture.h"
 #include "tests/conformance/contract.h"
+#include "tests/conformance/contract_tests.h"
 #include "tests/conformance/private_netns.h"
 #include "transports/loopback/loopback.h"
 #include "transports/udp/udp.h"
@@ -52,55 +52,29 @@ std::vector<Backend> backends() {
   };
 }
 
-class Conformance : public ::testing::TestWithParam<Backend> {
- protected:
-  void SetUp() override {
-    std::string why = GetParam().unavailable();
-    if (!why.empty()) GTEST_SKIP() << GetParam().name << " fabric unavailable: " << why;
+// Runs one contract check on every rank of a fresh fabric, one thread each.
+void run_check(const Backend& backend, const Check& check) {
+  std::string why = backend.unavailable();
+  if (!why.empty()) GTEST_SKIP() << backend.name << " fabric unavailable: " << why;
+  auto env = backend.make(check.ranks);
+  ASSERT_EQ(env.size(), check.ranks);
+  std::vector<Status> st = run_on_ranks(env, check.run);
+  for (uint32_t r = 0; r < check.ranks; ++r) {
+    if (st[r].code() == Errc::kUnsupported) GTEST_SKIP() << st[r].to_string();
+    EXPECT_TRUE(st[r].is_ok()) << "rank " << r << ": " << st[r].to_string();
   }
-
-  // Runs one contract check on every rank of a fresh fabric, one thread each.
-  void run_check(uint32_t ranks, Status (*check)(Transport&, Bootstrap&)) {
-    auto env = GetParam().make(ranks);
-    ASSERT_EQ(env.size(), ranks);
-    std::vector<Status> st = run_on_ranks(env, check);
-    for (uint32_t r = 0; r < ranks; ++r) {
-      if (st[r].code() == Errc::kUnsupported) GTEST_SKIP() << st[r].to_string();
-      EXPECT_TRUE(st[r].is_ok()) << "rank " << r << ": " << st[r].to_string();
-    }
-  }
-};
-
-TEST_P(Conformance, MulticastReachesEveryMemberByteExact) {
-  run_check(3, multicast_reaches_every_member);
 }
-
-TEST_P(Conformance, ReliableChannelIsOrderedPerPeerAndByteExact) {
-  run_check(3, reliable_channel_is_ordered);
-}
-
-TEST_P(Conformance, EventFdWakesASleepingRank) {
-  run_check(2, event_fd_wakes_a_sleeper);
-}
-
-TEST_P(Conformance, EveryAlgorithmBroadcastsByteExact) {
-  run_check(5, every_algorithm_broadcasts);
-}
-
-TEST_P(Conformance, AuthenticatedBroadcastsByteExact) {
-  run_check(4, authenticated_broadcasts);
-}
-
-TEST_P(Conformance, LargeBroadcastThenForeignCollective) {
-  run_check(3, large_broadcast_then_foreign_collective);
-}
-
-TEST_P(Conformance, GroupCyclesLeaveNothingBehind) {
-  run_check(3, group_cycles_leave_nothing);
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(backends()),
-                         [](const ::testing::TestParamInfo<Backend>& i) { return i.param.name; });
 
 }  // namespace
 }  // namespace ibbcast::conformance
+
+int main(int argc, char** argv) {
+  using namespace ibbcast::conformance;  // NOLINT: main only
+  ::testing::InitGoogleTest(&argc, argv);
+  for (const Backend& backend : backends()) {
+    register_contract(
+        "Conformance", "/" + backend.name, [](const Check&) { return true; },
+        [backend](const Check& check) { run_check(backend, check); });
+  }
+  return RUN_ALL_TESTS();
+}
