@@ -1,11 +1,19 @@
 #include "tools/cli.h"
 
-#include <algorithm>
+#include <string>
 
 namespace ibbcast::tool {
 
-Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& known,
-                        const std::vector<std::string>& flags) {
+Result<Args> parse_args(int argc, char** argv, const Command& cmd) {
+  const std::string self = "ibbcast " + std::string(cmd.name);
+  auto bad = [&self](const std::string& what) {
+    return make_error(Errc::kInvalidArgument, what + " (" + self + " --help lists what it takes)");
+  };
+  auto find = [&cmd](const std::string& key) -> const OptionDoc* {
+    for (const OptionDoc& o : cmd.options)
+      if (o.name == key) return &o;
+    return nullptr;
+  };
   Args a;
   // Environment first, so flags override it.
   IBBCAST_RETURN_IF_ERROR(a.engine.load_env());
@@ -18,6 +26,10 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) {
+      // "-" is a file name (stdin); any other single dash is a mistyped option.
+      if (arg.size() > 1 && arg[0] == '-') return bad("unknown option " + arg);
+      if (a.positional.size() >= cmd.max_positional)
+        return bad("unexpected argument '" + arg + "'");
       a.positional.push_back(arg);
       continue;
     }
@@ -28,17 +40,20 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
       key = key.substr(0, eq);
       has_value = true;
     }
-    const bool is_flag = std::find(flags.begin(), flags.end(), key) != flags.end();
-    const bool is_known = std::find(known.begin(), known.end(), key) != known.end();
-    if (is_flag) {
+    const OptionDoc* own = find(key);
+    const bool knob =
+        cmd.takes_knobs && (a.engine.has(key) || a.udp.has(key) || a.dpdk.has(key) ||
+                            a.verbs.has(key) || a.ucx.has(key) || a.bootstrap.has(key));
+    if (own == nullptr && !knob) return bad("unknown option --" + key);
+    if (own != nullptr && own->value.empty()) {
       a.options[key] = has_value ? value : "1";
       continue;
     }
     if (!has_value) {
-      if (i + 1 >= argc) return make_error(Errc::kInvalidArgument, "--" + key + " needs a value");
+      if (i + 1 >= argc) return bad("--" + key + " needs a value");
       value = argv[++i];
     }
-    if (is_known) {
+    if (own != nullptr) {
       a.options[key] = value;
     } else if (a.engine.has(key)) {
       IBBCAST_RETURN_IF_ERROR(a.engine.set(key, value, ConfigOrigin::kFlag));
@@ -52,10 +67,9 @@ Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& k
       IBBCAST_RETURN_IF_ERROR(a.ucx.set(key, value, ConfigOrigin::kFlag));
     } else if (a.bootstrap.has(key)) {
       IBBCAST_RETURN_IF_ERROR(a.bootstrap.set(key, value, ConfigOrigin::kFlag));
-    } else {
-      return make_error(Errc::kInvalidArgument, "unknown option --" + key);
     }
   }
+  if (a.positional.size() < cmd.min_positional) return bad("needs " + std::string(cmd.synopsis));
   return a;
 }
 

@@ -12,6 +12,7 @@
 #include "core/runtime/engine_config_table.h"
 #include "dpdk/dpdk_config.h"
 #include "mpi-adapter/adapter_config.h"
+#include "tools/commands.h"
 #include "transports/bootstrap/bootstrap_config.h"
 #include "transports/factory.h"
 #include "transports/ucx/ucx_config.h"
@@ -38,11 +39,11 @@ struct Args {
   FabricConfigs fabric() const { return {udp.value(), dpdk.value(), verbs.value(), ucx.value()}; }
 };
 
-/// Parses argv after the subcommand. `known` lists the subcommand's own
-/// options ("ranks", ...); `flags` those that take no value. Engine knobs are
-/// accepted by name (--fragment-size 8k or --fragment-size=8k).
-Result<Args> parse_args(int argc, char** argv, const std::vector<std::string>& known,
-                        const std::vector<std::string>& flags = {});
+/// Parses argv after the subcommand against its table entry: its own
+/// options, and (cmd.takes_knobs) every knob by name (--fragment-size 8k or
+/// --fragment-size=8k). An unknown option, a missing value or a positional
+/// argument more or fewer than the command takes is an error naming it.
+Result<Args> parse_args(int argc, char** argv, const Command& cmd);
 
 /// The option's value or `def`.
 std::string option(const Args& a, const std::string& key, const std::string& def);

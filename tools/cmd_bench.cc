@@ -103,10 +103,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  auto args = parse_args(argc, argv,
-                         {"sizes", "algorithms", "iterations", "warmup", "root", "transport",
-                          "loggp-sizes", "loggp-n", "loggp-out", "compare"},
-                         {"stream", "max-only", "loggp"});
+  auto args = parse_args(argc, argv, *find_command("bench"));
   if (!args) {
     std::fprintf(stderr, "ibbcast bench: %s\n", args.status().to_string().c_str());
     return 2;

@@ -56,7 +56,7 @@ double median_us(std::vector<Nanos> v) {
 }  // namespace
 
 int cmd_demo(int argc, char** argv) {
-  auto args = parse_args(argc, argv, {"ranks", "size", "root", "iterations", "faults"});
+  auto args = parse_args(argc, argv, *find_command("demo"));
   Result<Setup> setup = args ? read_setup(*args) : Result<Setup>(args.status());
   if (!setup) {
     std::fprintf(stderr, "ibbcast demo: %s\n", setup.status().to_string().c_str());

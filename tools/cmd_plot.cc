@@ -35,7 +35,7 @@ int fail(const Status& st) {
 }  // namespace
 
 int cmd_plot(int argc, char** argv) {
-  auto args = parse_args(argc, argv, {"svg", "size"});
+  auto args = parse_args(argc, argv, *find_command("plot"));
   if (!args) return fail(args.status());
   const std::string svg = option(*args, "svg", "");
   if (svg.empty() || args->positional.empty()) {

@@ -182,9 +182,7 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  auto args = parse_args(argc, argv,
-                         {"size", "iterations", "root", "faults", "kill-rank", "groups",
-                          "transport", "group-algorithms", "late-rank", "late", "late-how"});
+  auto args = parse_args(argc, argv, *find_command("run"));
   if (!args) {
     std::fprintf(stderr, "ibbcast run: %s\n", args.status().to_string().c_str());
     return 2;

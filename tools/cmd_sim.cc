@@ -225,10 +225,7 @@ std::vector<Panel> plots(const SimSetup& s, const std::vector<Row>& rows,
 }  // namespace
 
 int cmd_sim(int argc, char** argv) {
-  auto args = parse_args(argc, argv,
-                         {"ranks", "algorithms", "size", "losses", "root-delays", "skew",
-                          "skew-scale", "seed", "loggp", "csv", "svg", "torus", "partitions"},
-                         {"early-drop"});
+  auto args = parse_args(argc, argv, *find_command("sim"));
   if (args && args->options.count("torus") != 0) {
     return run_torus(option(*args, "torus", ""), option(*args, "partitions", ""),
                      option(*args, "csv", ""), option(*args, "svg", ""));

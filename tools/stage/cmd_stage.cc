@@ -18,19 +18,6 @@
 namespace ibbcast::tool {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: ibbcast stage [options] SRC... DEST   (one process per node, under mpirun/srun)\n"
-    "  --force               rewrite files DEST already holds unchanged\n"
-    "  --preserve            keep mtimes (and directory modes); unchanged then also means same "
-    "mtime\n"
-    "  --chunk-size 512k     bytes per broadcast (pipelined: read, broadcast, write overlap)\n"
-    "  --no-pack             a broadcast per chunk (default: small files share "
-    "broadcasts)\n"
-    "  --progress auto|tty|plain|none   the root's progress line on stderr\n"
-    "  --no-auth             unauthenticated frames (CRC32C only); needed without OpenSSL\n"
-    "  --transport udp|dpdk|verbs       the multicast backend (+ its knobs, see docs/config.md)\n"
-    "  DEST may contain {rank}, replaced by the rank (several ranks on one file system)\n";
-
 std::string replace_rank(std::string dest, uint32_t rank) {
   for (std::size_t p; (p = dest.find("{rank}")) != std::string::npos;)
     dest.replace(p, 6, std::to_string(rank));
@@ -72,10 +59,9 @@ bool auth_is_default(const Args& a) {
 }  // namespace
 
 int cmd_stage(int argc, char** argv) {
-  auto args = parse_args(argc, argv, {"chunk-size", "progress", "transport", "test-fault"},
-                         {"force", "preserve", "no-auth", "no-pack"});
+  auto args = parse_args(argc, argv, *find_command("stage"));
   if (!args) {
-    std::fprintf(stderr, "ibbcast stage: %s\n%s", args.status().to_string().c_str(), kUsage);
+    std::fprintf(stderr, "ibbcast stage: %s\n", args.status().to_string().c_str());
     return 2;
   }
   // Issue 9: staged data is authenticated unless the user says otherwise.
@@ -85,7 +71,7 @@ int cmd_stage(int argc, char** argv) {
     args->engine.mutable_value().auth = true;
   }
   if (args->positional.size() < 2) {
-    std::fprintf(stderr, "ibbcast stage: need SRC... DEST\n%s", kUsage);
+    std::fprintf(stderr, "ibbcast stage: need SRC... DEST (ibbcast stage --help)\n");
     return 2;
   }
   auto boot = make_bootstrap(args->bootstrap.value());
@@ -96,7 +82,8 @@ int cmd_stage(int argc, char** argv) {
   Bootstrap& b = **boot;
   auto opt = stage_options(*args, b.rank());
   if (!opt) {
-    std::fprintf(stderr, "ibbcast stage: %s\n%s", opt.status().to_string().c_str(), kUsage);
+    std::fprintf(stderr, "ibbcast stage: %s (ibbcast stage --help)\n",
+                 opt.status().to_string().c_str());
     return 2;
   }
   if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
