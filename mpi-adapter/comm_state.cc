@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "api/settings.h"
 #include "core/runtime/engine_config_table.h"
 #include "core/runtime/log.h"
 #include "transports/factory.h"
@@ -27,6 +28,7 @@ struct Settings {
 const Settings& settings() {
   static Settings* s = [] {
     auto* out = new Settings;  // lives until exit: read from callbacks at finalize
+    warn_unknown_env();
     for (Status st : {out->adapter.load_env(), out->engine.load_env(), out->udp.load_env(),
                       out->dpdk.load_env(), out->verbs.load_env(), out->ucx.load_env()}) {
       if (!st) {

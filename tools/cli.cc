@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "api/settings.h"
+
 namespace ibbcast::tool {
 
 Result<Args> parse_args(int argc, char** argv, const Command& cmd) {
@@ -15,6 +17,7 @@ Result<Args> parse_args(int argc, char** argv, const Command& cmd) {
     return nullptr;
   };
   Args a;
+  warn_unknown_env();
   // Environment first, so flags override it.
   IBBCAST_RETURN_IF_ERROR(a.engine.load_env());
   IBBCAST_RETURN_IF_ERROR(a.udp.load_env());

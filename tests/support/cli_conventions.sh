@@ -6,7 +6,8 @@
 #     and run nothing; an unknown option and a stray argument exit 2 with the
 #     error on stderr before anything runs; --version, no command, an unknown
 #     command; the generated man page formats without a warning and names
-#     every command and knob; the generated bash completion parses.
+#     every command and knob; the generated bash completion parses; an
+#     IBBCAST_* variable nothing reads is warned about, naming the knob meant.
 # Usage: cli_conventions.sh IBBCAST
 set -uo pipefail
 bin=${1:?usage: cli_conventions.sh IBBCAST}
@@ -80,6 +81,12 @@ for k in $knobs; do
   env=IBBCAST_$(tr 'a-z' 'A-Z' <<<"$k")
   check "the man page has $env" "grep -qF '$env' $tmp/plain"
 done
+# IBBCAST_* variables nothing reads are named once, with the knob meant.
+IBBCAST_FRAGMENTSIZE=4k run info
+check "a misspelt knob is warned about with the closest name" \
+  "[[ $(rc) == 0 ]] && grep -q 'IBBCAST_FRAGMENTSIZE is set but.*did you mean IBBCAST_FRAGMENT_SIZE?' $tmp/err"
+IBBCAST_FRAGMENT_SIZE=4k run info
+check "a knob is not warned about" "[[ $(rc) == 0 && ! -s $tmp/err ]]"
 run completion
 check "completion exits 0" "[[ $(rc) == 0 ]]"
 check "the completion script parses and defines _ibbcast" \

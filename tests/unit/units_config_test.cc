@@ -262,3 +262,18 @@ TEST(Config, FragmentSizeRange) {
 
 }  // namespace
 }  // namespace ibbcast
+
+TEST(Env, UnknownNamesComeWithTheClosestKnownName) {
+  const std::vector<std::string> known = {"IBBCAST_FRAGMENT_SIZE", "IBBCAST_ALGORITHM",
+                                          "IBBCAST_UDP_INTERFACE"};
+  auto u = ibbcast::unknown_names({"IBBCAST_FRAGMENTSIZE", "IBBCAST_ALGORITHM",
+                                   "IBBCAST_UDP_INTERFCE", "IBBCAST_SOMETHING_ELSE_ENTIRELY"},
+                                  known);
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[0], std::make_pair(std::string("IBBCAST_FRAGMENTSIZE"),
+                                 std::string("IBBCAST_FRAGMENT_SIZE")));
+  EXPECT_EQ(u[1], std::make_pair(std::string("IBBCAST_UDP_INTERFCE"),
+                                 std::string("IBBCAST_UDP_INTERFACE")));
+  EXPECT_EQ(u[2].first, "IBBCAST_SOMETHING_ELSE_ENTIRELY");
+  EXPECT_EQ(u[2].second, "");  // nothing near: no guess
+}
