@@ -11,6 +11,7 @@
 #include "core/protocol/units.h"
 #include "core/runtime/config.h"
 #include "core/runtime/engine_config_table.h"
+#include "transports/udp/udp_config.h"
 
 namespace ibbcast {
 namespace {
@@ -277,3 +278,29 @@ TEST(Env, UnknownNamesComeWithTheClosestKnownName) {
   EXPECT_EQ(u[2].first, "IBBCAST_SOMETHING_ELSE_ENTIRELY");
   EXPECT_EQ(u[2].second, "");  // nothing near: no guess
 }
+
+namespace ibbcast {
+
+TEST(UdpGroup, CheckedWhenReadWithTheReason) {
+  Config<udp::UdpConfig> cfg("udp", udp::udp_config_table());
+  const std::pair<const char*, const char*> bad[] = {
+      {"udp4:1.2.3.4:5000", "not a multicast address"},
+      {"udp4:239.1.1.1:99999", "not in 1..65535"},
+      {"udp4:239.1.1.1:0", "not in 1..65535"},
+      {"udp4:300.1.1.1:5000", "not an IPv4 address"},
+      {"udp6:[2001:db8::1]:5000", "not a multicast address"},
+      {"udp4:239.1.1.1", "no port"},
+      {"udp4:239.1.1.1:40k", "is not a number"},
+      {"239.1.1.1:5000", "neither udp4: nor udp6:["},
+  };
+  for (const auto& [text, why] : bad) {
+    Status st = cfg.set("udp_group", text, ConfigOrigin::kFlag);
+    EXPECT_EQ(st.code(), Errc::kInvalidArgument) << text;
+    EXPECT_NE(st.message().find(why), std::string::npos) << text << ": " << st.message();
+    EXPECT_EQ(cfg.value().group, "") << "a refused value is not kept: " << text;
+  }
+  ASSERT_TRUE(cfg.set("udp_group", "udp6:[ff15::1:2]:40000", ConfigOrigin::kFlag));
+  EXPECT_EQ(cfg.value().group, "udp6:[ff15::1:2]:40000");
+}
+
+}  // namespace ibbcast

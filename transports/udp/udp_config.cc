@@ -3,6 +3,7 @@
 #include <array>
 
 #include "core/runtime/config_fields.h"
+#include "transports/udp/udp_socket.h"
 
 namespace ibbcast::udp {
 namespace {
@@ -25,10 +26,12 @@ Status parse_ttl(UdpConfig& c, std::string_view t) {
   return Status::ok();
 }
 
+// Checked when read, so a bad group is an error before anything runs rather
+// than multicast silently off for every group.
 Status parse_group_text(UdpConfig& c, std::string_view t) {
-  if (!t.empty() && !t.starts_with("udp4:") && !t.starts_with("udp6:[")) {
-    return make_error(Errc::kInvalidArgument,
-                      "udp_group must be udp4:A.B.C.D:PORT or udp6:[ADDR]:PORT");
+  if (!t.empty()) {
+    auto g = parse_group(std::string(t));
+    if (!g) return g.status();
   }
   c.group = std::string(t);
   return Status::ok();

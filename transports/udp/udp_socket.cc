@@ -50,41 +50,50 @@ std::string random_group(bool ipv6, uint64_t r) {
 Result<GroupAddress> parse_group(const std::string& text) {
   GroupAddress g;
   g.text = text;
-  auto bad = [&] {
-    return make_error(Errc::kInvalidArgument, "bad udp group address '" + text +
-                                                  "' (udp4:A.B.C.D:PORT or udp6:[ADDR]:PORT)");
+  auto bad = [&](const std::string& why) {
+    return make_error(Errc::kInvalidArgument, "udp group '" + text + "': " + why +
+                                                  " (udp4:A.B.C.D:PORT or udp6:[ADDR]:PORT, e.g. "
+                                                  "udp4:239.255.1.2:40000)");
   };
   std::string host, port;
   if (text.rfind("udp4:", 0) == 0) {
     auto colon = text.rfind(':');
-    if (colon <= 5) return bad();
+    if (colon <= 5) return bad("no port");
     host = text.substr(5, colon - 5);
     port = text.substr(colon + 1);
   } else if (text.rfind("udp6:[", 0) == 0) {
     auto close = text.find("]:");
-    if (close == std::string::npos) return bad();
+    if (close == std::string::npos) return bad("no ]:PORT after the address");
     g.ipv6 = true;
     host = text.substr(6, close - 6);
     port = text.substr(close + 2);
   } else {
-    return bad();
+    return bad("neither udp4: nor udp6:[");
   }
   char* end = nullptr;
   unsigned long p = std::strtoul(port.c_str(), &end, 10);
-  if (port.empty() || *end != '\0' || p == 0 || p > 65535) return bad();
+  if (port.empty() || *end != '\0') return bad("the port '" + port + "' is not a number");
+  if (p == 0 || p > 65535) return bad("the port " + port + " is not in 1..65535");
   if (g.ipv6) {
     auto* sa = reinterpret_cast<sockaddr_in6*>(&g.addr);
     sa->sin6_family = AF_INET6;
     sa->sin6_port = htons(static_cast<uint16_t>(p));
-    if (::inet_pton(AF_INET6, host.c_str(), &sa->sin6_addr) != 1) return bad();
-    if (!IN6_IS_ADDR_MULTICAST(&sa->sin6_addr)) return bad();
+    if (::inet_pton(AF_INET6, host.c_str(), &sa->sin6_addr) != 1)
+      return bad("'" + host + "' is not an IPv6 address");
+    if (!IN6_IS_ADDR_MULTICAST(&sa->sin6_addr))
+      return bad(host + " is not a multicast address (ff00::/8)");
+    g.link_local =
+        IN6_IS_ADDR_MC_LINKLOCAL(&sa->sin6_addr) || IN6_IS_ADDR_MC_NODELOCAL(&sa->sin6_addr);
     g.len = sizeof(sockaddr_in6);
   } else {
     auto* sa = reinterpret_cast<sockaddr_in*>(&g.addr);
     sa->sin_family = AF_INET;
     sa->sin_port = htons(static_cast<uint16_t>(p));
-    if (::inet_pton(AF_INET, host.c_str(), &sa->sin_addr) != 1) return bad();
-    if (!IN_MULTICAST(ntohl(sa->sin_addr.s_addr))) return bad();
+    if (::inet_pton(AF_INET, host.c_str(), &sa->sin_addr) != 1)
+      return bad("'" + host + "' is not an IPv4 address");
+    const uint32_t a = ntohl(sa->sin_addr.s_addr);
+    if (!IN_MULTICAST(a)) return bad(host + " is not a multicast address (224.0.0.0/4)");
+    g.link_local = (a & 0xffffff00u) == 0xe0000000u;  // 224.0.0.0/24: routers' protocols
     g.len = sizeof(sockaddr_in);
   }
   return g;

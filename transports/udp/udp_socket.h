@@ -20,6 +20,9 @@ struct GroupAddress {
   sockaddr_storage addr{};
   socklen_t len = 0;
   std::string text;
+  /// 224.0.0.0/24 or ff02::/16 (ff01::/16): reserved for local protocols
+  /// (224.0.0.1 reaches every host of the link whether it joined or not).
+  bool link_local = false;
 };
 
 /// A random group in the admin-scoped range (IPv4 239.255.0.0/16, IPv6
@@ -27,6 +30,8 @@ struct GroupAddress {
 /// addresses × 40000 ports the birthday bound makes collisions rare; the
 /// session id rejects what collides anyway.
 std::string random_group(bool ipv6, uint64_t random);
+/// kInvalidArgument saying what is wrong: not the syntax, not an address of
+/// its family, not multicast, or the port outside 1..65535.
 Result<GroupAddress> parse_group(const std::string& text);
 
 struct Interface {

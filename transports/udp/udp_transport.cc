@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
+#include "core/runtime/log.h"
 #include "transports/udp/udp.h"
 #include "transports/udp/udp_socket.h"
 #include "transports/wait_set.h"
@@ -159,6 +161,26 @@ class UdpTransport final : public Transport {
 }  // namespace
 
 Result<std::unique_ptr<Transport>> make_transport(const UdpConfig& cfg, P2pFactory p2p) {
+  if (!cfg.group.empty()) {
+    // The group asked for is used, or this is the error that says why.
+    auto g = parse_group(cfg.group);
+    if (!g) return g.status();
+    if (g->ipv6 != (cfg.family == "ipv6")) {
+      return make_error(Errc::kInvalidArgument,
+                        "udp_group " + cfg.group + " is " + (g->ipv6 ? "IPv6" : "IPv4") +
+                            " but udp_family is " + cfg.family + "; set IBBCAST_UDP_FAMILY=" +
+                            (g->ipv6 ? "ipv6" : "ipv4") + " or give a group of that family");
+    }
+    static std::once_flag warned;
+    if (g->link_local) {
+      std::call_once(warned, [&cfg] {
+        log_warning("udp_group " + cfg.group +
+                    " is link-local multicast, reserved for local protocols (224.0.0.1 and "
+                    "ff02::1 reach every host of the link); applications use an admin-scoped "
+                    "group such as udp4:239.255.1.2:40000");
+      });
+    }
+  }
   auto iface = resolve_interface(cfg);
   if (!iface) return iface.status();
   return std::unique_ptr<Transport>(new UdpTransport(cfg, *iface, std::move(p2p)));
