@@ -148,6 +148,7 @@ class FaultyP2p final : public P2pChannel {
   }
   void release(const RecvView& view) override { inner_->release(view); }
   int event_fd() const override { return inner_->event_fd(); }
+  uint32_t max_message() const override { return inner_->max_message(); }
   Status arm() override { return inner_->arm(); }
   void hand_off() override {
     if (!s_->dead) inner_->hand_off();

@@ -61,6 +61,7 @@ class DatagramChannel final : public P2pChannel {
     auto lock = helper_.owner_lock();
     inner_->release(v);
   }
+  uint32_t max_message() const override { return inner_->max_message(); }
   void hand_off() override {
     // Without its thread (it could not start) the channel still works while
     // the owner calls; between calls nothing would resend or acknowledge.

@@ -39,6 +39,7 @@ class WatchedP2p final : public P2pChannel {
   std::size_t poll(std::span<P2pEvent> out) override { return inner_->poll(out); }
   void release(const RecvView& v) override { inner_->release(v); }
   int event_fd() const override { return inner_->event_fd(); }
+  uint32_t max_message() const override { return inner_->max_message(); }
   Status arm() override { return inner_->arm(); }
   void hand_off() override { inner_->hand_off(); }
   void depart(bool clean, Nanos linger) override { inner_->depart(clean, linger); }

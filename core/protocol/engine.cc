@@ -11,6 +11,16 @@ namespace ibbcast {
 
 Engine::Engine(const EngineConfig& cfg, const EngineIdentity& id) : cfg_(cfg), id_(id) {
   children_.reserve(std::max<uint32_t>(id_.size, 8));
+  // A run's fragments, each with its tag when the group authenticates, fit
+  // one reliable message of run_size bytes and of the channel's limit.
+  const uint64_t per_fragment = uint64_t{id_.fragment_size} + (id_.auth ? kAuthTagSize : 0);
+  uint64_t room = cfg_.run_size;
+  if (id_.max_message != 0 && id_.max_message > kHeaderSize)
+    room = std::min<uint64_t>(room, id_.max_message - kHeaderSize);
+  if (per_fragment != 0)
+    max_run_ = static_cast<uint32_t>(std::clamp<uint64_t>(room / per_fragment, 1, 1u << 20));
+  action_trailer_.resize(
+      std::max<std::size_t>(kCrcSize + kAuthTagSize, std::size_t{max_run_} * kAuthTagSize));
 }
 
 Engine::~Engine() = default;

@@ -32,6 +32,9 @@ struct EngineIdentity {
   uint64_t session = 0;           ///< the group's 64-bit random session id
   uint32_t fragment_size = 4096;  ///< resolved payload size (same on every rank)
   bool multicast_ok = false;      ///< every rank joined the group address
+  /// The reliable channel's largest frame in bytes (a run of fragments stays
+  /// within it); 0: no limit.
+  uint32_t max_message = 0;
   /// The group's key when it authenticates frames (auth=on), else null: every
   /// frame sent carries a tag, every frame received must carry a valid one.
   std::shared_ptr<FrameAuth> auth;
@@ -161,7 +164,9 @@ class Engine {
   Action action_;
   bool action_ready_ = false;
   std::array<std::byte, kHeaderSize> action_header_{};
-  std::array<std::byte, kCrcSize + kAuthTagSize> action_trailer_{};
+  std::vector<std::byte> action_trailer_;  // CRC, or a tag per fragment of the run
+  uint32_t action_fragments_ = 0;          // fragments the ready action carries
+  uint32_t max_run_ = 1;                   // fragments one reliable message may carry
 };
 
 }  // namespace ibbcast

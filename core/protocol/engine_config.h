@@ -28,6 +28,11 @@ struct EngineConfig {
   /// fail broadcasts without it (the reliable channel's kPeerFailed).
   Duration timeout{0};
   uint32_t early_datagrams = 4096;  ///< bound on buffered multicast datagrams of future bcasts
+  /// Consecutive fragments queued for one peer go as one reliable message of
+  /// up to this many bytes (a run), sent as soon as the channel takes it —
+  /// never held back to fill it. 0 or less than two fragments: one message
+  /// per fragment.
+  uint64_t run_size = 256 * 1024;
   uint32_t knomial_radix = 4;
   uint32_t fibo_s = 1;  ///< Fibo-tree send cost (model units)
   uint32_t fibo_r = 3;  ///< Fibo-tree receive cost (model units)

@@ -1,6 +1,7 @@
 // The receive side of the engine: decoding datagrams and reliable messages,
 // the checks every frame passes before it may touch a buffer (session, root,
 // authentication), and the early buffer for broadcasts not posted yet.
+#include <array>
 #include <cstring>
 
 #include "core/protocol/engine.h"
@@ -62,7 +63,31 @@ void Engine::take_message(uint32_t from, bool decoded, const Frame& f, Reject wh
     ++stats_.rejected[static_cast<std::size_t>(Reject::kBadFlags)];
     return;
   }
-  handle(f, true, from, now);
+  if (f.fragments == 1) {
+    handle(f, true, from, now);
+    return;
+  }
+  // A run: each fragment is handled as the frame it would be alone (the
+  // header it has alone, its bytes, its tag), so checks, authentication and
+  // delivery are those of a single fragment.
+  std::array<std::byte, kHeaderSize> single;
+  std::memcpy(single.data(), f.raw_header.data(), kHeaderSize);
+  Frame one = f;
+  one.header.flags = static_cast<uint8_t>(f.header.flags & ~kFlagRun);
+  one.fragments = 1;
+  one.raw_header = single;
+  uint64_t offset = 0;
+  for (uint32_t i = 0; i < f.fragments; ++i) {
+    const uint32_t frag = f.header.frag_index + i;
+    const uint32_t len = fragment_length(f.header.total_len, f.header.fragment_size, frag);
+    patch_header(single, one.header.flags, frag, len);
+    one.header.frag_index = frag;
+    one.header.payload_len = len;
+    one.payload = f.payload.subspan(offset, len);
+    if (!f.tag.empty()) one.tag = f.tag.subspan(std::size_t{i} * kAuthTagSize, kAuthTagSize);
+    offset += len;
+    handle(one, true, from, now);
+  }
 }
 
 void Engine::handle(const Frame& f, bool reliable, uint32_t from, Nanos now) {

@@ -53,38 +53,50 @@ const Action* Engine::front_action() {
   Job& j = jobs_.front();
   Op* op = j.op;
   const bool mcast = j.kind == Action::Kind::kMulticast;
+  // A reliable job sends what it has queued as one run, up to max_run_: the
+  // fragments at hand go now, none waits for more.
+  const uint32_t k = mcast ? 1 : std::min(j.end - j.next, max_run_);
   // With a key the tag covers what the CRC would, so multicast frames carry
   // only the tag.
   const uint8_t auth = id_.auth ? kFlagAuthTag : 0;
-  const uint8_t flags =
-      mcast ? ((cfg_.checksum && !auth ? kFlagCrc : 0) | auth) : (kFlagReliable | auth);
-  const uint32_t len = fragment_length(op->buffer.size(), id_.fragment_size, j.next);
+  const uint8_t flags = mcast ? ((cfg_.checksum && !auth ? kFlagCrc : 0) | auth)
+                              : (kFlagReliable | auth | (k > 1 ? kFlagRun : 0));
+  const uint64_t len = run_length(op->buffer.size(), id_.fragment_size, j.next, k);
   action_header_ = op->header;
-  patch_header(action_header_, flags, j.next, len);
+  patch_header(action_header_, flags, j.next, static_cast<uint32_t>(len));
   action_.kind = j.kind;
   action_.peer = j.peer;
   action_.op = op->id;
   action_.header = action_header_;
   action_.payload = op->buffer.subspan(uint64_t{j.next} * id_.fragment_size, len);
   action_.trailer = {};
+  action_fragments_ = k;
   if ((flags & kFlagCrc) != 0) {
     encode_crc_trailer(action_header_, action_.payload,
                        std::span(action_trailer_).first<kCrcSize>());
     action_.trailer = std::span(action_trailer_).first(kCrcSize);
   } else if (auth != 0) {
-    // The root tags a fragment once, at its first send; everyone forwards
-    // that tag (a receiver forwards only what it owns, verified).
-    auto& tag = op->tags[j.next];
-    if (op->is_root && !op->has_tag(j.next)) {
-      AuthNonce n;
-      n.seq = op->seq;
-      n.frag = j.next;
-      n.root = op->root;
-      id_.auth->tag(n, auth_header(action_header_), action_.payload, tag);
-      op->tag_ready[j.next >> 6] |= uint64_t{1} << (j.next & 63);
+    // The root tags a fragment once, at its first send, over the header that
+    // fragment has alone; everyone forwards that tag (a receiver forwards
+    // only what it owns, verified), one per fragment of a run.
+    for (uint32_t i = 0; i < k; ++i) {
+      const uint32_t f = j.next + i;
+      auto& tag = op->tags[f];
+      if (op->is_root && !op->has_tag(f)) {
+        auto single = op->header;
+        const uint32_t flen = fragment_length(op->buffer.size(), id_.fragment_size, f);
+        patch_header(single, flags & ~kFlagRun, f, flen);
+        AuthNonce n;
+        n.seq = op->seq;
+        n.frag = f;
+        n.root = op->root;
+        id_.auth->tag(n, auth_header(single),
+                      op->buffer.subspan(uint64_t{f} * id_.fragment_size, flen), tag);
+        op->tag_ready[f >> 6] |= uint64_t{1} << (f & 63);
+      }
+      std::memcpy(action_trailer_.data() + std::size_t{i} * kAuthTagSize, tag.data(), kAuthTagSize);
     }
-    std::memcpy(action_trailer_.data(), tag.data(), kAuthTagSize);
-    action_.trailer = std::span(action_trailer_).first(kAuthTagSize);
+    action_.trailer = std::span(action_trailer_).first(std::size_t{k} * kAuthTagSize);
   }
   action_ready_ = true;
   return &action_;
@@ -96,7 +108,8 @@ void Engine::pop_action(bool completed, Nanos now) {
   Job& j = jobs_.front();
   Op* op = j.op;
   ++(j.kind == Action::Kind::kMulticast ? stats_.datagrams_sent : stats_.messages_sent);
-  if (++j.next == j.end) {
+  j.next += action_fragments_;
+  if (j.next >= j.end) {
     jobs_.pop_front();
     --op->queued_jobs;
   }

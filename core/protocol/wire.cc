@@ -80,6 +80,10 @@ bool decode_header(std::span<const std::byte> head, FrameHeader& h, Reject* why,
     return *why = Reject::kBadFlags, false;
   }
   if (keyed && (h.flags & kFlagAuthTag) == 0) return *why = Reject::kUnauthenticated, false;
+  // A run is a reliable frame without a CRC (the channel is reliable; a
+  // CRC would cover the run, not each fragment a receiver keeps).
+  if ((h.flags & kFlagRun) != 0 && ((h.flags & kFlagReliable) == 0 || (h.flags & kFlagCrc) != 0))
+    return *why = Reject::kBadFlags, false;
   h.algorithm = get<uint8_t>(p + 4);
   h.session = get<uint64_t>(p + 8);
   h.bid = get<uint32_t>(p + 16);
@@ -92,8 +96,24 @@ bool decode_header(std::span<const std::byte> head, FrameHeader& h, Reject* why,
   return true;
 }
 
+// Fragments a header claims to carry: 1, or for a run the count its
+// payload_len covers from frag_index (0: no whole run of two or more fits).
+// Only reads fields; check_body validates the fragment arithmetic first.
+uint32_t claimed_fragments(const FrameHeader& h) {
+  if ((h.flags & kFlagRun) == 0) return 1;
+  if (h.fragment_size == 0 || h.payload_len == 0) return 0;
+  const uint64_t begin = uint64_t{h.frag_index} * h.fragment_size;
+  const uint64_t end = begin + h.payload_len;
+  // Whole fragments, or whole ones up to the message's end.
+  if (end > h.total_len || (end != h.total_len && h.payload_len % h.fragment_size != 0)) return 0;
+  const uint64_t k = (uint64_t{h.payload_len} + h.fragment_size - 1) / h.fragment_size;
+  return k >= 2 && k <= 0xffffffffu ? static_cast<uint32_t>(k) : 0;
+}
+
 std::size_t trailer_size(const FrameHeader& h) {
-  return ((h.flags & kFlagCrc) ? kCrcSize : 0) + ((h.flags & kFlagAuthTag) ? kAuthTagSize : 0);
+  const std::size_t tags = (h.flags & kFlagRun) ? claimed_fragments(h) : 1;
+  return ((h.flags & kFlagCrc) ? kCrcSize : 0) +
+         ((h.flags & kFlagAuthTag) ? kAuthTagSize * tags : 0);
 }
 
 // Fragment arithmetic and the CRC, once payload and trailer are known.
@@ -105,8 +125,13 @@ bool check_body(Frame* out, std::span<const std::byte> trailer, Reject* why) {
       h.frag_index >= h.frag_count) {
     return *why = Reject::kBadFragment, false;
   }
-  if (h.payload_len != fragment_length(h.total_len, h.fragment_size, h.frag_index)) {
+  if ((h.flags & kFlagRun) != 0) {
+    out->fragments = claimed_fragments(h);
+    if (out->fragments == 0) return *why = Reject::kBadLength, false;
+  } else if (h.payload_len != fragment_length(h.total_len, h.fragment_size, h.frag_index)) {
     return *why = Reject::kBadLength, false;
+  } else {
+    out->fragments = 1;
   }
   const std::size_t crc = (h.flags & kFlagCrc) ? kCrcSize : 0;
   out->tag = trailer.subspan(crc);
@@ -149,10 +174,17 @@ bool decode_frame_parts(std::span<const std::byte> head, std::span<const std::by
   return check_body(out, trailer, why);
 }
 
-bool peek_fragment(std::span<const std::byte> head, uint32_t* bid, uint32_t* frag) {
+bool peek_fragment(std::span<const std::byte> head, uint32_t* bid, uint32_t* frag, uint32_t* last) {
   if (head.size() < kHeaderSize || get<uint16_t>(head.data()) != kWireMagic) return false;
   *bid = get<uint32_t>(head.data() + 16);
   *frag = get<uint32_t>(head.data() + 24);
+  if (last != nullptr) {
+    *last = *frag;
+    const uint32_t fragment_size = get<uint32_t>(head.data() + 40);
+    const uint32_t len = get<uint32_t>(head.data() + 44);
+    if ((get<uint8_t>(head.data() + 3) & kFlagRun) != 0 && fragment_size != 0 && len != 0)
+      *last += (len - 1) / fragment_size;
+  }
   return true;
 }
 

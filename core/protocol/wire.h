@@ -28,8 +28,12 @@ enum FrameFlags : uint8_t {
   kFlagCrc = 1u << 0,       ///< a CRC32C of header+payload follows the payload
   kFlagAuthTag = 1u << 1,   ///< a 16-byte authentication tag follows (core/protocol/auth.h)
   kFlagReliable = 1u << 2,  ///< sent over the reliable channel (stage 2 or p2p algorithm)
+  /// A reliable frame that carries a run: the consecutive fragments from
+  /// frag_index whose bytes payload_len covers (two or more), and with
+  /// kFlagAuthTag one tag per fragment, in order. Never with kFlagCrc.
+  kFlagRun = 1u << 3,
 };
-inline constexpr uint8_t kKnownFlags = kFlagCrc | kFlagAuthTag | kFlagReliable;
+inline constexpr uint8_t kKnownFlags = kFlagCrc | kFlagAuthTag | kFlagReliable | kFlagRun;
 
 /// Why a frame was rejected; also the index of the statistics counter.
 enum class Reject : uint8_t {
@@ -75,6 +79,13 @@ inline uint32_t fragment_length(uint64_t n, uint32_t fragment_size, uint32_t i) 
   return static_cast<uint32_t>(rest < fragment_size ? rest : fragment_size);
 }
 
+/// Payload bytes of the k fragments from `first` (contiguous in the message).
+inline uint64_t run_length(uint64_t n, uint32_t fragment_size, uint32_t first, uint32_t k) {
+  const uint64_t begin = uint64_t{first} * fragment_size;
+  const uint64_t end = begin + uint64_t{k} * fragment_size;
+  return (end < n ? end : n) - begin;
+}
+
 /// Writes the 48-byte header.
 void encode_header(const FrameHeader& h, std::span<std::byte, kHeaderSize> out);
 
@@ -96,6 +107,9 @@ struct Frame {
   std::span<const std::byte> payload;
   std::span<const std::byte> tag;         ///< kAuthTagSize bytes when flags has kFlagAuthTag
   std::span<const std::byte> raw_header;  ///< the kHeaderSize input bytes (what the tag covers)
+  /// Fragments the frame carries: 1, or the run's length with kFlagRun (then
+  /// `tag` holds one tag per fragment).
+  uint32_t fragments = 1;
 };
 
 /// Validates every field that needs no group knowledge (length, magic, version,
@@ -111,8 +125,10 @@ bool decode_frame_parts(std::span<const std::byte> head, std::span<const std::by
                         std::span<const std::byte> trailer, Frame* out, Reject* why,
                         bool keyed = false);
 /// The broadcast id and fragment index a frame claims, unchecked: enough for
-/// a driver to see where it would go, never to trust it.
-bool peek_fragment(std::span<const std::byte> head, uint32_t* bid, uint32_t* frag);
+/// a driver to see where it would go, never to trust it. `last`, when given:
+/// the last fragment it claims (frag, or the end of a run).
+bool peek_fragment(std::span<const std::byte> head, uint32_t* bid, uint32_t* frag,
+                   uint32_t* last = nullptr);
 
 /// serial-number comparison (RFC 1982) of 32-bit broadcast ids: a before b.
 inline bool bid_before(uint32_t a, uint32_t b) {

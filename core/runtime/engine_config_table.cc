@@ -90,7 +90,7 @@ Status parse_loggp(EngineConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<EngineConfig>, 15> kTable = {{
+const std::array<ConfigField<EngineConfig>, 16> kTable = {{
     {"algorithm", "auto", "broadcast algorithm; auto applies the decision function", parse_algo,
      [](const EngineConfig& c) { return std::string(algorithm_name(c.algorithm)); }},
     bool_field<&EngineConfig::multicast>("multicast", "on",
@@ -115,6 +115,10 @@ const std::array<ConfigField<EngineConfig>, 15> kTable = {{
         "peer fails it anyway)"),
     uint_field<&EngineConfig::early_datagrams>(
         "early_datagrams", "4096", "multicast datagrams kept for broadcasts not yet entered"),
+    size_field<&EngineConfig::run_size>(
+        "run_size", "256k",
+        "consecutive fragments for one peer go as one reliable message of up to this size, "
+        "never held back to fill it; 0 = a message per fragment"),
     {"knomial_radix", "4", "radix of the k-nomial tree, 2..64", parse_radix,
      [](const EngineConfig& c) { return std::to_string(c.knomial_radix); }},
     {"fibo_s", "1", "Fibo-tree send cost in model units", parse_fibo_s,

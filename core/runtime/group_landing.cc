@@ -75,7 +75,10 @@ void Group::check_landed(std::span<RecvView> rest) {
 
 void Group::check_message(std::span<const std::byte> frame, Nanos now) {
   uint32_t bid = 0, frag = 0;
-  if (!peek_fragment(frame, &bid, &frag) || bid != landing_bid_ || frag >= landing_frags_) return;
+  uint32_t last = 0;
+  if (!peek_fragment(frame, &bid, &frag, &last) || bid != landing_bid_ || frag >= landing_frags_)
+    return;
+  frag = std::min(last, landing_frags_ - 1);  // a run reaches as far as its last fragment
   // A stage-2 copy often overtakes its datagram only in this rank's queues:
   // use the datagrams already received before deciding the zone is broken.
   for (int i = 0; i < 64 && landing_op_ != 0 && frag >= mcast_->landed_count(); ++i) {

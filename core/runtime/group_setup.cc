@@ -155,6 +155,11 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
   if (p2p_options.auth_key) std::memset(&*p2p_options.auth_key, 0, sizeof(AuthKey));
   if (!p2p) return p2p.status();
   g->p2p_ = std::move(*p2p);
+  // A run of fragments must fit what this rank's channel sends (the sender's
+  // limit is the one that matters: receivers take any size).
+  id.max_message = caps.max_message;
+  if (const uint32_t own = g->p2p_->max_message(); own != 0)
+    id.max_message = id.max_message == 0 ? own : std::min(id.max_message, own);
 
   JoinRecord join;
   const bool wants_multicast = config.multicast && (config.algorithm == Algorithm::kAuto ||

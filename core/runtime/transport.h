@@ -176,6 +176,9 @@ class P2pChannel {
   /// Up to out.size() events; never blocks.
   virtual std::size_t poll(std::span<P2pEvent> out) = 0;
   virtual void release(const RecvView& view) = 0;
+  /// The largest frame send() takes, in bytes; 0: the transport's
+  /// Capabilities::max_message, or no limit. A wrapper forwards it.
+  virtual uint32_t max_message() const { return 0; }
   /// A file descriptor readable when poll may return something (-1: none),
   /// and its arming (kAgain when events are pending), for transports that
   /// combine the reliable channel with their own sockets in one wait.

@@ -32,9 +32,12 @@ EngineIdentity ident(uint32_t rank, std::shared_ptr<FrameAuth> auth) {
   return id;
 }
 
-EngineConfig two_stage() {
+// A frame per fragment, as the tests below follow single fragments; the
+// runs' tags are checked in RunsCarryEveryFragmentsTag.
+EngineConfig two_stage(uint64_t run_size = 0) {
   EngineConfig c;
   c.algorithm = Algorithm::kTwoStage;
+  c.run_size = run_size;
   return c;
 }
 
@@ -236,6 +239,44 @@ TEST(EngineAuth, ReceiverWithoutKeyRejectsTaggedFrames) {
   ASSERT_TRUE(rx.post(0, dst, Nanos(0)).is_ok());
   rx.on_datagram(genuine[0].second, Nanos(1));
   EXPECT_EQ(rejected(rx, Reject::kBadFlags), 1u);
+}
+
+}  // namespace
+}  // namespace ibbcast
+
+namespace ibbcast {
+namespace {
+
+TEST(EngineAuth, RunsCarryEveryFragmentsTag) {
+  auto key = auth_for(1);
+  const auto src = pattern(3 * kFrag - 9);
+  Engine root(two_stage(256 * 1024), ident(0, key));
+  auto copy = src;
+  ASSERT_TRUE(root.post(0, copy, Nanos(0)).is_ok());
+  Frames frames = drain(root);
+  ASSERT_EQ(frames.size(), 4u);  // 3 datagrams, then one run of 3 to rank 1
+  auto& run = frames.back().second;
+  ASSERT_EQ(run.size(), kHeaderSize + src.size() + 3 * kAuthTagSize);
+  {
+    Engine rx(two_stage(256 * 1024), ident(1, key));
+    std::vector<std::byte> dst(src.size());
+    auto id = rx.post(0, dst, Nanos(0));
+    ASSERT_TRUE(id.is_ok());
+    rx.on_message(0, run, Nanos(1));  // the run alone: no datagram
+    EXPECT_EQ(dst, src);
+    EXPECT_EQ(rx.stats().rejected_total(), 0u);
+  }
+  // One altered tag costs that fragment only; the others are genuine.
+  auto forged = run;
+  forged[kHeaderSize + src.size() + kAuthTagSize] ^= std::byte{1};  // the second tag
+  Engine rx(two_stage(256 * 1024), ident(1, key));
+  std::vector<std::byte> dst(src.size(), std::byte{0xEE});
+  ASSERT_TRUE(rx.post(0, dst, Nanos(0)).is_ok());
+  rx.on_message(0, forged, Nanos(1));
+  EXPECT_EQ(rejected(rx, Reject::kBadTag), 1u);
+  EXPECT_TRUE(std::equal(src.begin(), src.begin() + kFrag, dst.begin()));
+  EXPECT_EQ(dst[kFrag], std::byte{0xEE});  // the forged fragment was not written
+  EXPECT_TRUE(std::equal(src.begin() + 2 * kFrag, src.end(), dst.begin() + 2 * kFrag));
 }
 
 }  // namespace

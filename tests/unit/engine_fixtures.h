@@ -22,9 +22,12 @@ inline EngineIdentity ident(uint32_t rank, uint32_t size) {
   return id;
 }
 
+// A frame per fragment: these tests follow single fragments (runs of
+// several have tests of their own).
 inline EngineConfig two_stage() {
   EngineConfig c;
   c.algorithm = Algorithm::kTwoStage;
+  c.run_size = 0;
   return c;
 }
 

@@ -116,3 +116,78 @@ TEST(Wire, RejectNamesAreDistinctAndNonEmpty) {
 
 }  // namespace
 }  // namespace ibbcast
+
+namespace ibbcast {
+namespace {
+
+using namespace wire_testing;
+
+FrameHeader RunHeader(uint64_t total, uint32_t fs, uint32_t first, uint32_t k) {
+  FrameHeader h = Header(total, fs, first, kFlagReliable | kFlagRun);
+  h.payload_len = static_cast<uint32_t>(run_length(total, fs, first, k));
+  return h;
+}
+
+TEST(WireRun, CarriesTheFragmentsItsLengthCovers) {
+  const uint32_t fs = 256;
+  const uint64_t total = 10 * fs + 17;  // 11 fragments, the last one short
+  const std::pair<uint32_t, uint32_t> runs[] = {{0, 2}, {3, 5}, {0, 11}, {9, 2}, {4, 7}};
+  for (auto [first, k] : runs) {
+    Bytes f = Encode(RunHeader(total, fs, first, k));
+    Frame fr;
+    Reject why{};
+    ASSERT_TRUE(Decode(f, f.size(), &fr, &why)) << first << "+" << k << ": " << reject_name(why);
+    EXPECT_EQ(fr.fragments, k) << first << "+" << k;
+    EXPECT_EQ(fr.header.frag_index, first);
+    EXPECT_EQ(fr.header.payload_len, run_length(total, fs, first, k));
+    uint32_t bid = 0, frag = 0, last = 0;
+    ASSERT_TRUE(peek_fragment(f, &bid, &frag, &last));
+    EXPECT_EQ(frag, first);
+    EXPECT_EQ(last, first + k - 1);
+  }
+  // A single fragment is an ordinary frame.
+  Bytes one = Encode(Header(total, fs, 4, kFlagReliable));
+  Frame fr;
+  Reject why{};
+  ASSERT_TRUE(Decode(one, one.size(), &fr, &why));
+  EXPECT_EQ(fr.fragments, 1u);
+}
+
+TEST(WireRun, RejectsRunsThatAreNoWholeFragments) {
+  const uint32_t fs = 256;
+  const uint64_t total = 10 * fs + 17;
+  FrameHeader h = RunHeader(total, fs, 2, 3);
+  h.payload_len -= 1;  // ends inside a fragment, not at the message's end
+  ExpectRejected(Encode(h), Reject::kBadLength, "a partial fragment");
+  h = RunHeader(total, fs, 9, 2);
+  h.payload_len += 1;  // past the message
+  ExpectRejected(Encode(h), Reject::kBadLength, "past the end");
+  h = RunHeader(total, fs, 3, 1);  // one fragment must not claim to be a run
+  h.payload_len = fs;
+  ExpectRejected(Encode(h), Reject::kBadLength, "a run of one");
+  h = RunHeader(total, fs, 0, 2);
+  h.flags = kFlagRun;  // multicast: never a run
+  ExpectRejected(Encode(h), Reject::kBadFlags, "a run on the multicast channel");
+  h.flags = kFlagRun | kFlagReliable | kFlagCrc;
+  ExpectRejected(Encode(h), Reject::kBadFlags, "a run with a CRC");
+}
+
+TEST(WireRun, AnAuthenticatedRunCarriesATagPerFragment) {
+  const uint32_t fs = 256;
+  const uint64_t total = 8 * fs;
+  FrameHeader h = RunHeader(total, fs, 1, 4);
+  h.flags |= kFlagAuthTag;
+  Bytes f = Encode(h);
+  f.resize(f.size() + 4 * kAuthTagSize, std::byte{0x42});
+  Frame fr;
+  Reject why{};
+  Bytes copy = f;
+  ASSERT_TRUE(decode_frame(copy, &fr, &why, true)) << reject_name(why);
+  EXPECT_EQ(fr.fragments, 4u);
+  EXPECT_EQ(fr.tag.size(), 4 * kAuthTagSize);
+  copy.resize(copy.size() - kAuthTagSize);  // a tag short
+  EXPECT_FALSE(decode_frame(copy, &fr, &why, true));
+}
+
+}  // namespace
+}  // namespace ibbcast

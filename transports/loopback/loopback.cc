@@ -153,6 +153,7 @@ class P2pLoop final : public P2pChannel {
 
   void release(const RecvView& view) override { held_.erase(view.handle); }
   int event_fd() const override { return f_->boxes[rank_].efd; }
+  uint32_t max_message() const override { return f_->options.max_message; }
   Status arm() override {
     f_->drain(rank_);
     std::lock_guard lock(f_->mu);
