@@ -11,12 +11,13 @@ namespace ibbcast {
 
 Engine::Engine(const EngineConfig& cfg, const EngineIdentity& id) : cfg_(cfg), id_(id) {
   children_.reserve(std::max<uint32_t>(id_.size, 8));
-  // A run's fragments, each with its tag when the group authenticates, fit
-  // one reliable message of run_size bytes and of the channel's limit.
+  // A run, header and tags included, fits one reliable message of run_size
+  // bytes and of the channel's limit (UCX sends up to 256 KiB eagerly, which
+  // needs no progress from a receiver busy elsewhere).
   const uint64_t per_fragment = uint64_t{id_.fragment_size} + (id_.auth ? kAuthTagSize : 0);
-  uint64_t room = cfg_.run_size;
-  if (id_.max_message != 0 && id_.max_message > kHeaderSize)
-    room = std::min<uint64_t>(room, id_.max_message - kHeaderSize);
+  uint64_t bound = cfg_.run_size;
+  if (id_.max_message != 0) bound = std::min<uint64_t>(bound, id_.max_message);
+  const uint64_t room = bound > kHeaderSize ? bound - kHeaderSize : 0;
   if (per_fragment != 0)
     max_run_ = static_cast<uint32_t>(std::clamp<uint64_t>(room / per_fragment, 1, 1u << 20));
   action_trailer_.resize(

@@ -29,7 +29,7 @@ struct EngineConfig {
   Duration timeout{0};
   uint32_t early_datagrams = 4096;  ///< bound on buffered multicast datagrams of future bcasts
   /// Consecutive fragments queued for one peer go as one reliable message of
-  /// up to this many bytes (a run), sent as soon as the channel takes it —
+  /// up to this many bytes, header included (a run), sent as soon as the channel takes it —
   /// never held back to fill it. 0 or less than two fragments: one message
   /// per fragment.
   uint64_t run_size = 256 * 1024;

@@ -249,8 +249,9 @@ EngineConfig runs_of(Algorithm a, uint64_t run_size) {
 }
 
 TEST(EngineRun, QueuedFragmentsGoAsRunsThatReceiversTakeWhole) {
-  // Linear, 3 ranks, 10 fragments (the last short), runs of up to 4.
-  const auto cfg = runs_of(Algorithm::kLinear, 4 * kFrag);
+  // Linear, 3 ranks, 10 fragments (the last short), runs of up to 4 (the
+  // bound counts the header too).
+  const auto cfg = runs_of(Algorithm::kLinear, 4 * kFrag + kHeaderSize);
   Engine root(cfg, ident(0, 3));
   auto src = bytes(9 * kFrag + 100, 5);
   ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
