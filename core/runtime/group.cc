@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <thread>
@@ -131,34 +132,81 @@ Status Group::progress(bool block, Nanos max_wait) {
 }
 
 bool Group::pump_sends(Nanos now) {
-  bool did = false;
+  // What the channel refused last time goes first.
+  bool did = flush_burst(now);
   // Bounded per call so receives are not starved by a long root send.
-  for (int budget = 256; budget > 0; --budget) {
+  for (int budget = 256; budget > 0 && !send_blocked_; --budget) {
     const Action* a = engine_->front_action();
     if (a == nullptr) break;
-    Gather g{{a->header, a->payload, a->trailer}};
+    did = true;
     if (a->kind == Action::Kind::kMulticast) {
-      Status st = mcast_ ? mcast_->send(g) : make_error(Errc::kInternal, "no multicast channel");
-      if (st.code() == Errc::kAgain) {
-        send_blocked_ = true;
-        break;
-      }
-      if (!st && !logged_send_error_) {
-        // A failed datagram is a lost datagram: stage 2 repairs it.
-        logged_send_error_ = true;
-        log_warning("multicast send failed (" + st.to_string() + "); relying on stage 2");
-      }
-      engine_->pop_action(true, now);
-    } else {
-      auto r = p2p_->send(a->peer, g, a->op);
-      if (!r && r.status().code() == Errc::kAgain) break;
-      if (!r) {
-        uint32_t peer = a->peer;
-        engine_->on_peer_failed(peer, r.status().to_string(), now);
+      if (!mcast_) {
+        if (!logged_send_error_) {
+          logged_send_error_ = true;
+          log_warning("multicast datagram without a multicast channel; relying on stage 2");
+        }
+        engine_->pop_action(true, now);
         continue;
       }
-      engine_->pop_action(*r, now);
+      stage_datagram(*a);
+      engine_->pop_action(false, now);
+      if (burst_len_ == kBurst) flush_burst(now);
+      continue;
     }
+    // Frames leave in the order the engine queued them.
+    if (burst_len_ != 0 && (flush_burst(now), burst_len_ != 0)) break;
+    Gather g{{a->header, a->payload, a->trailer}};
+    auto r = p2p_->send(a->peer, g, a->op);
+    if (!r && r.status().code() == Errc::kAgain) break;
+    if (!r) {
+      uint32_t peer = a->peer;
+      engine_->on_peer_failed(peer, r.status().to_string(), now);
+      continue;
+    }
+    engine_->pop_action(*r, now);
+  }
+  did |= flush_burst(now);
+  return did;
+}
+
+void Group::stage_datagram(const Action& a) {
+  StagedDatagram& d = burst_[burst_len_++];
+  std::copy_n(a.header.begin(), std::min(a.header.size(), d.header.size()), d.header.begin());
+  d.trailer_len = std::min(a.trailer.size(), d.trailer.size());
+  std::copy_n(a.trailer.begin(), d.trailer_len, d.trailer.begin());
+  d.payload = a.payload;
+  d.op = a.op;
+}
+
+bool Group::flush_burst(Nanos now) {
+  bool did = false;
+  while (burst_len_ != 0) {
+    std::array<Gather, kBurst> frames;
+    for (std::size_t i = 0; i < burst_len_; ++i) {
+      const StagedDatagram& d = burst_[i];
+      frames[i] = Gather{{d.header, d.payload, std::span(d.trailer).first(d.trailer_len)}};
+    }
+    auto r = mcast_->send_burst(std::span(frames.data(), burst_len_));
+    std::size_t went = 0;
+    if (r) {
+      went = *r;
+    } else if (r.status().code() != Errc::kAgain) {
+      // A failed datagram is a lost datagram: stage 2 repairs it.
+      if (!logged_send_error_) {
+        logged_send_error_ = true;
+        log_warning("multicast send failed (" + r.status().to_string() + "); relying on stage 2");
+      }
+      went = 1;
+    }
+    if (went == 0) {
+      send_blocked_ = true;
+      break;
+    }
+    for (std::size_t i = 0; i < went; ++i)
+      engine_->on_send_complete(burst_[i].op, now);
+    std::move(burst_.begin() + static_cast<std::ptrdiff_t>(went),
+              burst_.begin() + static_cast<std::ptrdiff_t>(burst_len_), burst_.begin());
+    burst_len_ -= went;
     did = true;
   }
   return did;

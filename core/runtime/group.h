@@ -5,6 +5,7 @@
 // helper only while the application is away). Waiting sleeps on the transport's
 // event fd, so many ranks on few cores do not starve each other.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "core/protocol/engine_config.h"
 #include "core/protocol/stats.h"
 #include "core/protocol/status.h"
+#include "core/protocol/wire.h"
 #include "core/runtime/transport.h"
 
 namespace ibbcast {
@@ -80,6 +82,8 @@ class Group {
  private:
   Group() = default;
   bool pump_sends(Nanos now);
+  void stage_datagram(const Action& a);
+  bool flush_burst(Nanos now);
   bool pump_receives(Nanos now);
   bool pump_multicast(Nanos now);
   void sleep_until_event(Nanos max_wait);
@@ -113,6 +117,21 @@ class Group {
   bool print_statistics_ = false;
   bool logged_send_error_ = false;
   bool send_blocked_ = false;  ///< the multicast channel said kAgain: wake when writable
+  // Multicast datagrams taken from the engine and not yet taken by the
+  // channel: they go as one burst (McastChannel::send_burst). Header and
+  // trailer are copies, since the engine reuses its action's buffers; the
+  // payload points into the broadcast's buffer, which stays valid because the
+  // engine counts each staged datagram as a send in flight until it went.
+  struct StagedDatagram {
+    std::array<std::byte, kHeaderSize> header;
+    std::array<std::byte, kAuthTagSize> trailer;
+    std::size_t trailer_len = 0;
+    std::span<const std::byte> payload;
+    uint64_t op = 0;
+  };
+  static constexpr std::size_t kBurst = 64;
+  std::array<StagedDatagram, kBurst> burst_{};
+  std::size_t burst_len_ = 0;
 };
 
 /// Monotonic now, for drivers.

@@ -92,6 +92,23 @@ class McastChannel {
   /// Sends one datagram to the group. kAgain is back-pressure (try later);
   /// other errors are transport errors. Loss is silent, as on a real fabric.
   virtual Status send(const Gather& frame) = 0;
+  /// Sends frames in order as far as the channel takes them now, in as few
+  /// calls into the kernel or NIC as it can; returns how many went. kAgain
+  /// (none went) is back-pressure; another error is about frames[0], which is
+  /// then lost (an error after the first frame shows as a short count and
+  /// comes back on the next call). The default sends one by one.
+  virtual Result<std::size_t> send_burst(std::span<const Gather> frames) {
+    std::size_t sent = 0;
+    for (const Gather& f : frames) {
+      Status st = send(f);
+      if (!st) {
+        if (sent != 0) break;
+        return st;
+      }
+      ++sent;
+    }
+    return sent;
+  }
   /// Up to out.size() received datagrams; never blocks. Release them after use.
   virtual std::size_t poll(std::span<RecvView> out) = 0;
   virtual void release(std::span<const RecvView> views) = 0;

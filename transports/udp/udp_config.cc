@@ -37,7 +37,7 @@ Status parse_group_text(UdpConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<UdpConfig>, 7> kTable = {{
+const std::array<ConfigField<UdpConfig>, 9> kTable = {{
     string_field<&UdpConfig::interface>(
         "udp_interface", "", "interface name or address; empty = first multicast-capable"),
     {"udp_family", "ipv4", "ipv4 or ipv6", parse_family,
@@ -51,6 +51,12 @@ const std::array<ConfigField<UdpConfig>, 7> kTable = {{
         "udp_max_datagram", "0", "largest datagram; 0 = interface MTU minus IP/UDP headers"),
     {"udp_group", "", "fixed multicast group and port for every group; empty = random",
      parse_group_text, [](const UdpConfig& c) { return c.group; }},
+    bool_field<&UdpConfig::gso>("udp_gso", "on",
+                                "send consecutive datagrams as one UDP GSO train where the kernel "
+                                "takes it (each is still its own datagram on the wire)"),
+    bool_field<&UdpConfig::gro>("udp_gro", "on",
+                                "receive trains of datagrams as one buffer (UDP_GRO) where the "
+                                "kernel gives it"),
 }};
 
 }  // namespace

@@ -18,6 +18,8 @@ struct UdpConfig {
   uint64_t rcvbuf = 8 << 20;    ///< SO_RCVBUF(FORCE) of the joined socket
   uint32_t max_datagram = 0;    ///< 0 = interface MTU minus IP/UDP headers
   std::string group;            ///< fixed group "udp4:A.B.C.D:PORT"; "" = random per group
+  bool gso = true;              ///< send trains of datagrams as one UDP GSO send
+  bool gro = true;              ///< receive trains as one buffer (UDP_GRO)
 };
 
 std::span<const ConfigField<UdpConfig>> udp_config_table();
