@@ -22,6 +22,9 @@ class McastFrames final : public McastChannel {
   }
 
   Status send(const Gather& frame) override { return port_->send(group_, Kind::kMulticast, frame); }
+  Result<std::size_t> send_burst(std::span<const Gather> frames) override {
+    return port_->send_burst(group_, Kind::kMulticast, frames);
+  }
 
   std::size_t poll(std::span<RecvView> out) override {
     if (!lent_.empty() || out.empty()) return 0;  // the driver releases a batch before the next

@@ -83,6 +83,10 @@ class Port {
   /// exhausted. A multicast payload inside a registered region is sent by
   /// reference: a chain of header, user memory and trailer (port_send.cc).
   Status send(const Mac& dst, Kind kind, const Gather& frame, uint64_t stream = 0);
+  /// Frames to `dst` in one transmit burst, as many as the ring takes;
+  /// kAgain when it took none, another error when frames[0] cannot be sent.
+  Result<std::size_t> send_burst(const Mac& dst, Kind kind, std::span<const Gather> frames,
+                                 uint64_t stream = 0);
 
   /// Why multicast frames cannot carry payload by reference on this port,
   /// or empty when they can (a software PMD that sends chained mbufs).
@@ -102,7 +106,11 @@ class Port {
   void pump();            // with mu_ held: drains the receive queue, bounded
   uint16_t pump_burst();  // with mu_ held: one burst; returns the frames read
   void write_header(uint8_t* b, const Mac& dst, Kind kind, uint64_t stream) const;
-  Status send_attached(const Mac& dst, const Gather& frame, rte_mbuf* body);
+  // One frame as an mbuf ready to transmit (`attached`: its payload is by
+  // reference); kAgain when the pool is empty.
+  Result<rte_mbuf*> build(const Mac& dst, Kind kind, const Gather& frame, uint64_t stream,
+                          bool* attached);
+  Result<rte_mbuf*> build_attached(const Mac& dst, const Gather& frame, rte_mbuf* body);
   static std::string find_zero_copy_obstacle(uint16_t id);
 
   std::mutex mu_;

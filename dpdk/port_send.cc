@@ -9,6 +9,8 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace ibbcast::dpdk {
@@ -72,13 +74,18 @@ void Port::write_header(uint8_t* b, const Mac& dst, Kind kind, uint64_t stream) 
   std::memcpy(b + 18, &stream, 8);
 }
 
-Status Port::send(const Mac& dst, Kind kind, const Gather& frame, uint64_t stream) {
+Result<rte_mbuf*> Port::build(const Mac& dst, Kind kind, const Gather& frame, uint64_t stream,
+                              bool* attached) {
+  *attached = false;
   if (frame.size() + kOurHeaderBytes > mtu_) {
     return make_error(Errc::kInvalidArgument,
                       "dpdk: frame of " + std::to_string(frame.size()) + " bytes exceeds the MTU");
   }
   if (kind == Kind::kMulticast && !frame.parts[1].empty() && !ext_->empty()) {
-    if (rte_mbuf* body = ext_->attach(frame.parts[1])) return send_attached(dst, frame, body);
+    if (rte_mbuf* body = ext_->attach(frame.parts[1])) {
+      *attached = true;
+      return build_attached(dst, frame, body);
+    }
   }
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (m == nullptr) return make_error(Errc::kAgain, "dpdk: packet pool empty");
@@ -94,18 +101,10 @@ Status Port::send(const Mac& dst, Kind kind, const Gather& frame, uint64_t strea
     if (!part.empty()) std::memcpy(b + off, part.data(), part.size());
     off += part.size();
   }
-  std::lock_guard lock(mu_);
-  if (rte_eth_tx_burst(id_, 0, &m, 1) == 1) {
-    ++stats_.tx_frames;
-    if (kind == Kind::kMulticast) ++stats_.mc_copies;
-    return Status::ok();
-  }
-  ++stats_.tx_full;
-  rte_pktmbuf_free(m);
-  return make_error(Errc::kAgain, "dpdk: transmit ring full");
+  return m;
 }
 
-Status Port::send_attached(const Mac& dst, const Gather& frame, rte_mbuf* body) {
+Result<rte_mbuf*> Port::build_attached(const Mac& dst, const Gather& frame, rte_mbuf* body) {
   const auto& head = frame.parts[0];
   const auto& tail = frame.parts[2];
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
@@ -127,15 +126,45 @@ Status Port::send_attached(const Mac& dst, const Gather& frame, rte_mbuf* body) 
                 tail.size());
     (void)rte_pktmbuf_chain(m, t);
   }
-  std::lock_guard lock(mu_);
-  if (rte_eth_tx_burst(id_, 0, &m, 1) == 1) {
-    ++stats_.tx_frames;
-    ++stats_.mc_zero_copy;
-    return Status::ok();
+  return m;
+}
+
+Status Port::send(const Mac& dst, Kind kind, const Gather& frame, uint64_t stream) {
+  auto r = send_burst(dst, kind, std::span(&frame, 1), stream);
+  return r ? Status::ok() : r.status();
+}
+
+Result<std::size_t> Port::send_burst(const Mac& dst, Kind kind, std::span<const Gather> frames,
+                                     uint64_t stream) {
+  constexpr std::size_t kMax = 64;
+  std::array<rte_mbuf*, kMax> m;
+  std::array<bool, kMax> attached{};
+  std::size_t n = 0;
+  Status first;
+  for (; n < std::min(frames.size(), kMax); ++n) {
+    auto b = build(dst, kind, frames[n], stream, &attached[n]);
+    if (!b) {
+      first = b.status();
+      break;
+    }
+    m[n] = *b;
   }
-  ++stats_.tx_full;
-  rte_pktmbuf_free(m);
-  return make_error(Errc::kAgain, "dpdk: transmit ring full");
+  if (n == 0) return first;
+  // One burst: one kick of the PMD (af_packet: one sendto for all of them).
+  std::lock_guard lock(mu_);
+  const uint16_t sent = rte_eth_tx_burst(id_, 0, m.data(), static_cast<uint16_t>(n));
+  for (uint16_t i = 0; i < sent; ++i) {
+    ++stats_.tx_frames;
+    if (kind == Kind::kMulticast) ++(attached[i] ? stats_.mc_zero_copy : stats_.mc_copies);
+  }
+  if (sent < n) {
+    ++stats_.tx_full;
+    // Freeing an attached body runs its detach callback: the region's count stays exact.
+    for (std::size_t i = sent; i < n; ++i)
+      rte_pktmbuf_free(m[i]);
+  }
+  if (sent == 0) return make_error(Errc::kAgain, "dpdk: transmit ring full");
+  return std::size_t{sent};
 }
 
 }  // namespace ibbcast::dpdk
