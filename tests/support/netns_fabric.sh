@@ -13,6 +13,9 @@
 #   netns_fabric.sh dup PREFIX PERCENT [HOST]        duplicate PERCENT % of the multicast frames
 #                                                    sent out of HOST's port (or every port)
 #   netns_fabric.sh clear PREFIX             remove every fault rule
+#   netns_fabric.sh shape PREFIX RATE|off    every link at RATE (tc tbf, e.g. 200mbit) both ways:
+#                                            on each host's eth0 (egress) and its bridge port
+#   netns_fabric.sh mtu PREFIX MTU           MTU of every host's eth0, bridge port and the bridge
 #   netns_fabric.sh exec PREFIX HOST -- CMD...       run CMD in HOST's namespace
 #   netns_fabric.sh addr PREFIX HOST [--ipv6]        print HOST's address (no prefix length)
 #   netns_fabric.sh ifname PREFIX HOST       print HOST's interface name (always eth0)
@@ -51,7 +54,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,16s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,19s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 
@@ -378,6 +381,40 @@ cmd_clear() {
   ip netns exec "$sw" nft flush ruleset
 }
 
+# The hosts of a fabric: every PREFIX-h<i> namespace.
+host_indices() {
+  ip netns list | sed -n "s/^$1-h\([0-9]*\)\( .*\)\{0,1\}$/\1/p" | sort -n
+}
+
+cmd_shape() {
+  (($# == 2)) || usage
+  local prefix=$1 rate=$2 i sw
+  check_prefix "$prefix"
+  sw=$(sw_ns "$prefix")
+  [[ $rate == off || $rate =~ ^[0-9]+[kmg]?bit$ ]] || die "bad RATE '$rate' (e.g. 200mbit, or off)"
+  for i in $(host_indices "$prefix"); do
+    tc -n "$prefix-h$i" qdisc del dev "$IFNAME" root 2>/dev/null || true
+    tc -n "$sw" qdisc del dev "$prefix-p$i" root 2>/dev/null || true
+    [[ $rate == off ]] && continue
+    # A burst of 32 KiB and 100 ms of queue: labs.md §4's shape of a shared switch.
+    tc -n "$prefix-h$i" qdisc add dev "$IFNAME" root tbf rate "$rate" burst 32kb latency 100ms
+    tc -n "$sw" qdisc add dev "$prefix-p$i" root tbf rate "$rate" burst 32kb latency 100ms
+  done
+}
+
+cmd_mtu() {
+  (($# == 2)) || usage
+  local prefix=$1 mtu=$2 i sw
+  check_prefix "$prefix"
+  sw=$(sw_ns "$prefix")
+  [[ $mtu =~ ^[0-9]+$ ]] && ((mtu >= 1280 && mtu <= 65535)) || die "bad MTU '$mtu' (1280..65535)"
+  for i in $(host_indices "$prefix"); do
+    ip -n "$sw" link set "$prefix-p$i" mtu "$mtu"
+    ip -n "$prefix-h$i" link set "$IFNAME" mtu "$mtu"
+  done
+  ip -n "$sw" link set "$BRIDGE" mtu "$mtu"
+}
+
 cmd_exec() {
   if (($# < 4)) || [[ $3 != -- ]]; then
     usage
@@ -424,7 +461,8 @@ cmd_subnet() {
 sub=$1
 shift
 case $sub in
-  up | down | loss | rawloss | rawcount | partition | heal | dup | clear | exec | addr | ifname | subnet) ;;
+  up | down | loss | rawloss | rawcount | partition | heal | dup | clear | shape | mtu | exec | addr | ifname | \
+    subnet) ;;
   -h | --help | help) usage ;;
   *) echo "$prog: unknown subcommand '$sub'" >&2; usage ;;
 esac
