@@ -95,6 +95,13 @@ int cmd_demo(int argc, char** argv) {
     stats[r] = g.stats();
     return Status::ok();
   });
+  // No group was made (a setting the fabric cannot honour): the reason on
+  // stderr, once, rather than a table of ranks that never ran.
+  if (std::all_of(multicast.begin(), multicast.end(), [](const auto& m) { return m.empty(); }) &&
+      !st.empty() && !st[0].is_ok()) {
+    std::fprintf(stderr, "ibbcast demo: %s\n", st[0].to_string().c_str());
+    return 1;
+  }
   std::printf("ibbcast demo: %u ranks, %s bytes, root %u, %u iterations, loopback fabric%s%s\n",
               s.ranks, format_size(s.size).c_str(), s.root, s.iterations,
               s.faults ? ", faults " : "", s.faults ? s.faults->to_string().c_str() : "");

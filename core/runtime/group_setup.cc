@@ -188,6 +188,16 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
       g->fallback_reason_ = "rank " + std::to_string(r) + ": " + joins[r].reason;
     }
   }
+  if (!id.multicast_ok && id.size > 1 && config.algorithm == Algorithm::kTwoStage) {
+    // Asked for by name, two-stage is honoured or refused; only auto falls
+    // back. Every rank knows every join, so all of them refuse alike.
+    const std::string why = !config.multicast        ? std::string("multicast=off")
+                            : !caps.native_multicast ? caps.name + " transport has no multicast"
+                                                     : g->fallback_reason_;
+    return make_error(Errc::kUnsupported,
+                      "algorithm two_stage needs multicast, which is unavailable (" + why +
+                          "); fix that, or set algorithm=auto to fall back to point-to-point");
+  }
   if (!id.multicast_ok) {
     // Every rank leaves together, so no rank multicasts to a group others left.
     g->mcast_.reset();

@@ -28,6 +28,29 @@ TEST(Fallback, NoMulticastOnTheFabricMeansPointToPointEverywhere) {
   }
 }
 
+// Only auto falls back: two-stage asked for by name without multicast is an
+// error on every rank that says why, and no rank broadcasts.
+TEST(Fallback, TwoStageByNameWithoutMulticastFailsEveryRankAndSaysWhy) {
+  for (bool config_off : {false, true}) {
+    testing::RankSetup setup;
+    setup.ranks = 4;
+    setup.config.algorithm = Algorithm::kTwoStage;
+    setup.fabric.multicast = config_off;
+    setup.config.multicast = !config_off;
+    const std::size_t n = 5000;
+    auto out = testing::run_bcast(setup, 0, n, 9);
+    for (uint32_t r = 0; r < setup.ranks; ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r) +
+                   (config_off ? ", multicast=off" : ", no fabric multicast"));
+      EXPECT_EQ(out.status[r].code(), Errc::kUnsupported) << out.status[r].to_string();
+      const std::string m = out.status[r].to_string();
+      EXPECT_NE(m.find("two_stage needs multicast"), std::string::npos) << m;
+      EXPECT_NE(m.find(config_off ? "multicast=off" : "no multicast"), std::string::npos) << m;
+      EXPECT_NE(m.find("algorithm=auto"), std::string::npos) << m;
+    }
+  }
+}
+
 TEST(Fallback, OneRankAtItsMembershipLimitTurnsMulticastOffOnEveryRank) {
   constexpr uint32_t kRanks = 5;
   loopback::FabricOptions opts;
