@@ -35,6 +35,8 @@ struct Engine::Op {
   // a rank stays until it has consumed all of them (useful or not), or a rank
   // done by multicast alone would leave its predecessor stalled in the call.
   uint32_t ring_expected = 0;
+  // Fragments one reliable message of this op may carry (Engine::ibcast).
+  uint32_t max_run = 1;
   uint32_t ring_received = 0;
   bool started = false;  // root: sends queued (after root_delay)
   Nanos release_at{0};   // root: when stage 1 may start

@@ -55,7 +55,7 @@ const Action* Engine::front_action() {
   const bool mcast = j.kind == Action::Kind::kMulticast;
   // A reliable job sends what it has queued as one run, up to max_run_: the
   // fragments at hand go now, none waits for more.
-  const uint32_t k = mcast ? 1 : std::min(j.end - j.next, max_run_);
+  const uint32_t k = mcast ? 1 : std::min(j.end - j.next, op->max_run);
   // With a key the tag covers what the CRC would, so multicast frames carry
   // only the tag.
   const uint8_t auth = id_.auth ? kFlagAuthTag : 0;
