@@ -53,7 +53,7 @@ Result<std::unique_ptr<Bootstrap>> make_bootstrap() {
 Result<std::unique_ptr<Transport>> make_transport(const std::string& name, Bootstrap& boot) {
   auto cfg = fabric_configs_from_env();
   if (!cfg) return cfg.status();
-  return make_fabric_transport(choose_fabric_transport(boot, name), *cfg, boot);
+  return make_fabric_transport(choose_fabric_transport(boot, name, *cfg), *cfg, boot);
 }
 
 Result<EngineConfig> engine_config_from_env() {

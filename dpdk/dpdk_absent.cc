@@ -5,7 +5,7 @@ namespace ibbcast::dpdk {
 
 Backend backend() {
   return {"dpdk", false, false,
-          [] {
+          [](const FabricConfigs&) {
             return BackendInfo{"dpdk", false, false,
                                "not in this build (libdpdk-dev missing or -Ddpdk=disabled)"};
           },

@@ -9,7 +9,7 @@ namespace ibbcast::dpdk {
 
 Backend backend() {
   return {"dpdk", true, false,
-          [] {
+          [](const FabricConfigs&) {
             // Whether a port comes up is only known once the EAL starts (at
             // first use, and only once per process), so the probe does not
             // start it.

@@ -140,9 +140,10 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
     s->reason_ = kOneHostReason;
     return s;
   }
-  auto t = make_fabric_transport(
-      choose_fabric_transport(b, cfg.adapter.value().transport),
-      {cfg.udp.value(), cfg.dpdk.value(), cfg.verbs.value(), cfg.ucx.value()}, b);
+  const FabricConfigs fabric{cfg.udp.value(), cfg.dpdk.value(), cfg.verbs.value(),
+                             cfg.ucx.value()};
+  auto t = make_fabric_transport(choose_fabric_transport(b, cfg.adapter.value().transport, fabric),
+                                 fabric, b);
   if (t) s->transport_ = std::move(*t);
   if (!all_ok(b, t.status(), &s->reason_)) return s;
   auto g = Group::create(*s->transport_, b, settings().engine.value());

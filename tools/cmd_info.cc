@@ -24,7 +24,7 @@ int cmd_info(int argc, char** argv) {
     return 0;
   }
   std::printf("ibbcast backends:\n");
-  for (const auto& b : list_backends()) {
+  for (const auto& b : list_backends(args->fabric())) {
     std::printf("  %-9s %-13s %s\n", b.name.c_str(),
                 b.available ? "available" : (b.built ? "unavailable" : "not built"),
                 b.detail.c_str());

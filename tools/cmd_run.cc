@@ -220,10 +220,18 @@ int cmd_run(int argc, char** argv) {
     return 1;
   }
   if ((*boot)->rank() == 0) print_reports(*args, all);
-  for (const auto& r : all) {
-    if (r.ok == 0) return 1;
+  uint32_t failed = 0, first = 0;
+  for (uint32_t r = 0; r < all.size(); ++r) {
+    if (all[r].ok == 0 && failed++ == 0) first = r;
   }
-  return 0;
+  if (failed != 0 && (*boot)->rank() == 0) {
+    // The table is on stdout; the reason goes where errors go, once.
+    all[first].error[sizeof all[first].error - 1] = '\0';
+    std::fprintf(
+        stderr, "ibbcast run: rank %u failed: %s%s\n", first, all[first].error,
+        failed > 1 ? (" (" + std::to_string(failed - 1) + " more ranks failed)").c_str() : "");
+  }
+  return failed == 0 ? 0 : 1;
 }
 
 }  // namespace ibbcast::tool

@@ -21,14 +21,15 @@ Result<FabricConfigs> fabric_configs_from_env() {
   return FabricConfigs{udp.value(), dpdk.value(), verbs.value(), ucx.value()};
 }
 
-std::string choose_fabric_transport(Bootstrap& boot, const std::string& wanted) {
+std::string choose_fabric_transport(Bootstrap& boot, const std::string& wanted,
+                                    const FabricConfigs& cfg) {
   if (wanted != "auto") return wanted;
   // One bit per row that "auto" may take and that can run here; the rows
   // every rank can run keep their bit.
   auto table = backends();
   uint64_t mine = 0;
   for (std::size_t i = 0; i < table.size() && i < 64; ++i)
-    if (table[i].in_auto && table[i].open != nullptr && table[i].probe().available)
+    if (table[i].in_auto && table[i].open != nullptr && table[i].probe(cfg).available)
       mine |= uint64_t{1} << i;
   std::vector<uint64_t> all(boot.size());
   if (!boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))))
@@ -52,7 +53,7 @@ Result<std::unique_ptr<Transport>> make_fabric_transport(const std::string& name
   std::string known, why;
   for (const Backend& b : backends()) {
     if (b.open != nullptr) known += (known.empty() ? "" : ", ") + std::string(b.name);
-    if (b.name == name && !b.built) why = ": " + b.probe().detail;
+    if (b.name == name && !b.built) why = ": " + b.probe(cfg).detail;
   }
   return make_error(Errc::kUnsupported, "transport '" + name + "' is not in this build" +
                                             (why.empty() ? "" : why) + " (it has: " + known + ")");

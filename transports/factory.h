@@ -22,7 +22,9 @@ Result<FabricConfigs> fabric_configs_from_env();
 /// `wanted`, or for "auto" the same name on every rank of `boot` (one
 /// allgather): the first backend of the table that is in "auto" and can run
 /// on every rank (verbs where every rank has an active RDMA port), else "udp".
-std::string choose_fabric_transport(Bootstrap& boot, const std::string& wanted);
+/// Probes with `cfg` (the interface asked for, ...).
+std::string choose_fabric_transport(Bootstrap& boot, const std::string& wanted,
+                                    const FabricConfigs& cfg);
 
 /// "udp", "dpdk" or "verbs" with a reliable channel (UCX, or dpdk's frames) opened collectively
 /// over `boot`, which must outlive the transport. Errors say what this build or machine lacks.

@@ -10,10 +10,10 @@ std::span<const Backend> backends() {
   return table;
 }
 
-std::vector<BackendInfo> list_backends() {
+std::vector<BackendInfo> list_backends(const FabricConfigs& cfg) {
   std::vector<BackendInfo> out;
   for (const Backend& b : backends())
-    out.push_back(b.probe());
+    out.push_back(b.probe(cfg));
   return out;
 }
 

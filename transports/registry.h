@@ -42,7 +42,7 @@ struct Backend {
   bool in_auto = false;
   /// Whether it can run here now, and what it found or why not. Cheap, and
   /// starts nothing that cannot be undone (dpdk's EAL is not started).
-  BackendInfo (*probe)() = nullptr;
+  BackendInfo (*probe)(const FabricConfigs& cfg) = nullptr;
   /// Opens the transport with its reliable channel, collectively over `boot`
   /// (which must outlive it). Null when not built, or not a fabric (loopback).
   Result<std::unique_ptr<Transport>> (*open)(const FabricConfigs& cfg, Bootstrap& boot) = nullptr;
@@ -51,8 +51,9 @@ struct Backend {
 /// The rows, in the order "auto" prefers them.
 std::span<const Backend> backends();
 
-/// Every row's probe, for `ibbcast info`.
-std::vector<BackendInfo> list_backends();
+/// Every row's probe with these settings (the interface asked for, ...), for
+/// `ibbcast info`.
+std::vector<BackendInfo> list_backends(const FabricConfigs& cfg);
 
 // The rows, one per backend folder (registry.cc assembles them).
 namespace verbs {

@@ -5,7 +5,7 @@ namespace ibbcast::verbs {
 
 Backend backend() {
   return {"verbs", false, false,
-          [] {
+          [](const FabricConfigs&) {
             return BackendInfo{"verbs", false, false,
                                "not in this build (libibverbs-dev/librdmacm-dev missing or "
                                "-Dverbs=disabled)"};

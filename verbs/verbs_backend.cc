@@ -8,7 +8,7 @@ namespace ibbcast::verbs {
 
 Backend backend() {
   return {"verbs", true, true,
-          [] {
+          [](const FabricConfigs&) {
             bool active = false;
             std::string detail;
             for (const auto& line : describe_devices(&active))

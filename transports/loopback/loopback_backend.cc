@@ -6,7 +6,7 @@ namespace ibbcast::loopback {
 
 Backend backend() {
   return {"loopback", true, false,
-          [] {
+          [](const FabricConfigs&) {
             return BackendInfo{"loopback", true, true,
                                "in-process fabric (reference backend, tests, demo)"};
           },

@@ -8,11 +8,12 @@ namespace ibbcast::udp {
 
 Backend backend() {
   return {"udp", true, true,
-          [] {
-            UdpConfig v4;
-            auto iface = resolve_interface(v4);
+          [](const FabricConfigs& cfg) {
+            // The interface and family asked for (udp_interface, udp_family),
+            // as `run` would resolve them.
+            auto iface = resolve_interface(cfg.udp);
             return BackendInfo{"udp", true, iface.is_ok(),
-                               iface ? "IPv4/IPv6 multicast on " + iface->name + " (MTU " +
+                               iface ? cfg.udp.family + " multicast on " + iface->name + " (MTU " +
                                            std::to_string(iface->mtu) + ")"
                                      : iface.status().message()};
           },

@@ -7,8 +7,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace ibbcast::udp {
 namespace {
@@ -105,6 +107,8 @@ Result<Interface> resolve_interface(const UdpConfig& cfg) {
   if (::getifaddrs(&list) != 0) return sys_error(Errc::kDeviceLost, "getifaddrs", errno);
   Interface best, fallback;
   bool have_best = false, have_fallback = false;
+  std::string seen;  // what the error offers instead of a name not found
+  std::vector<std::string> names;
   for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
     if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != (v6 ? AF_INET6 : AF_INET)) continue;
     const bool up = (a->ifa_flags & IFF_UP) != 0, mc = (a->ifa_flags & IFF_MULTICAST) != 0;
@@ -121,6 +125,10 @@ Result<Interface> resolve_interface(const UdpConfig& cfg) {
       i.v4 = reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr;
       ::inet_ntop(AF_INET, &i.v4, text, sizeof text);
     }
+    if (std::find(names.begin(), names.end(), i.name) == names.end()) {
+      names.push_back(i.name);
+      seen += (seen.empty() ? "" : ", ") + i.name + " (" + text + ")";
+    }
     if (!cfg.interface.empty()) {
       if (cfg.interface == i.name || cfg.interface == text) {
         best = i;
@@ -136,12 +144,13 @@ Result<Interface> resolve_interface(const UdpConfig& cfg) {
   ::freeifaddrs(list);
   if (!have_best && have_fallback) best = fallback, have_best = true;
   if (!have_best) {
-    return make_error(
-        Errc::kUnsupported,
-        cfg.interface.empty()
-            ? "no interface is up and multicast-capable with an " + cfg.family +
-                  " address (set IBBCAST_UDP_INTERFACE)"
-            : "interface '" + cfg.interface + "' not found or has no " + cfg.family + " address");
+    return make_error(Errc::kUnsupported,
+                      cfg.interface.empty()
+                          ? "no interface is up and multicast-capable with an " + cfg.family +
+                                " address (set IBBCAST_UDP_INTERFACE)"
+                          : "interface '" + cfg.interface + "' not found or has no " + cfg.family +
+                                " address (set IBBCAST_UDP_INTERFACE to one that has: " +
+                                (seen.empty() ? std::string("none here") : seen) + ")");
   }
   best.mtu = interface_mtu(best.name);
   return best;
