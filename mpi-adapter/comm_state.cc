@@ -140,8 +140,7 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
     s->reason_ = kOneHostReason;
     return s;
   }
-  const FabricConfigs fabric{cfg.udp.value(), cfg.dpdk.value(), cfg.verbs.value(),
-                             cfg.ucx.value()};
+  const FabricConfigs fabric{cfg.udp.value(), cfg.dpdk.value(), cfg.verbs.value(), cfg.ucx.value()};
   auto t = make_fabric_transport(choose_fabric_transport(b, cfg.adapter.value().transport, fabric),
                                  fabric, b);
   if (t) s->transport_ = std::move(*t);
