@@ -77,7 +77,8 @@ class DpdkTransport final : public Transport {
     if (!r) return r.status();
     return MemoryRegion(range, 0, [port = port_, region = *r] { port->release_region(region); });
   }
-  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
+  Result<std::unique_ptr<McastChannel>> open_multicast(
+      const std::string& address, const MulticastOptions& /*options*/) override {
     auto mac = parse_group(address);
     if (!mac) return mac.status();
     return std::unique_ptr<McastChannel>(new McastFrames(port_, *mac));

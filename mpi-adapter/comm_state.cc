@@ -1,8 +1,5 @@
 #include "mpi-adapter/comm_state.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -10,6 +7,7 @@
 
 #include "api/settings.h"
 #include "core/runtime/engine_config_table.h"
+#include "core/runtime/host.h"
 #include "core/runtime/log.h"
 #include "transports/factory.h"
 
@@ -94,20 +92,6 @@ bool all_ok(MpiBootstrap& boot, const Status& mine, std::string* why) {
 constexpr const char* kOneHostReason =
     "every rank on one host (the MPI's shared memory is faster; IBBCAST_MPI_SINGLE_HOST=on to "
     "use ibbcast)";
-
-// This rank's host and network namespace as one number: ranks in separate
-// namespaces of one machine (the test fabric, containers) reach each other
-// only through a network, like separate hosts.
-uint64_t host_key() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (const char* c = name; *c != '\0'; ++c)
-    h = (h ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
-  struct stat st {};
-  if (stat("/proc/self/ns/net", &st) == 0) h ^= (uint64_t{st.st_ino} << 1) | 1;
-  return h;
-}
 
 // True on every rank when every rank shares this rank's host key (one allgather).
 bool one_host(MpiBootstrap& boot) {

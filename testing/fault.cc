@@ -171,8 +171,9 @@ class FaultyTransport final : public Transport {
   FaultyTransport(std::unique_ptr<Transport> inner, std::shared_ptr<Shared> s, uint32_t rank)
       : inner_(std::move(inner)), s_(std::move(s)), rank_(rank) {}
   const Capabilities& capabilities() const override { return inner_->capabilities(); }
-  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
-    auto ch = inner_->open_multicast(address);
+  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address,
+                                                       const MulticastOptions& options) override {
+    auto ch = inner_->open_multicast(address, options);
     if (!ch) return ch.status();
     return std::unique_ptr<McastChannel>(new FaultyMcast(std::move(*ch), s_, rank_));
   }

@@ -80,7 +80,8 @@ class VerbsTransport final : public Transport {
       ibv_dereg_mr(m);
     });
   }
-  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
+  Result<std::unique_ptr<McastChannel>> open_multicast(
+      const std::string& address, const MulticastOptions& /*options*/) override {
     auto ch = UdChannel::open(dev_, address);
     if (!ch) return ch.status();
     return std::unique_ptr<McastChannel>(new WatchedUd(std::move(*ch), set_, armed_));

@@ -10,6 +10,7 @@
 #include "core/protocol/wire.h"
 #include "core/runtime/auth_key.h"
 #include "core/runtime/group.h"
+#include "core/runtime/host.h"
 #include "core/runtime/log.h"
 
 namespace ibbcast {
@@ -34,6 +35,7 @@ struct SetupRecord {
   // the same error instead of the others waiting for it in the allgather.
   uint32_t ok = 1;
   char reason[200] = {};
+  uint64_t host = 0;  // host_key(): which ranks share this rank's network stack
 };
 
 struct JoinRecord {
@@ -74,6 +76,7 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
     mine.max_fragment = config.fragment_size;
   }
   mine.auth = config.auth ? 1 : 0;
+  mine.host = host_key();
   if (local && config.auth && !auth_available()) local = make_frame_auth(AuthKey{}).status();
   if (local && config.auth && bootstrap.size() > kAuthMaxRanks) {
     local = make_error(Errc::kInvalidArgument, "auth=on supports groups of up to " +
@@ -170,7 +173,11 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
     std::snprintf(join.reason, sizeof join.reason, "%s transport has no multicast",
                   caps.name.c_str());
   } else if (id.size > 1) {
-    auto ch = transport.open_multicast(address);
+    MulticastOptions mo;
+    mo.host_peers = false;
+    for (uint32_t r = 0; r < all.size(); ++r)
+      mo.host_peers |= r != id.rank && all[r].host == mine.host;
+    auto ch = transport.open_multicast(address, mo);
     if (ch) {
       g->mcast_ = std::move(*ch);
       join.ok = 1;

@@ -244,6 +244,15 @@ struct P2pOptions {
   std::optional<AuthKey> auth_key;
 };
 
+/// What a group knows when it joins its multicast group.
+struct MulticastOptions {
+  /// Another rank of the group shares this host and network namespace, so
+  /// this rank's datagrams must also reach sockets of its own host (IP
+  /// multicast loopback). Without one, looping every datagram back to the
+  /// sender alone costs a delivery per datagram for nothing.
+  bool host_peers = true;
+};
+
 /// One rank's endpoint on a fabric.
 class Transport {
  public:
@@ -251,7 +260,8 @@ class Transport {
   virtual const Capabilities& capabilities() const = 0;
   /// Joins the multicast group named by `address` (an opaque string agreed over
   /// the bootstrap; its syntax is the backend's). kUnsupported without multicast.
-  virtual Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) = 0;
+  virtual Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address,
+                                                               const MulticastOptions& options) = 0;
   /// A fresh multicast address for a new group, chosen by one rank.
   virtual std::string choose_multicast_address(uint64_t random) = 0;
   /// The reliable channel among the group's ranks. Collective: every rank of

@@ -74,7 +74,7 @@ Status finish(Bootstrap& boot, P2pChannel& ch) {
 Status multicast_reaches_every_member(Transport& transport, Bootstrap& boot) {
   auto addr = agree_on_address(transport, boot);
   if (!addr) return addr.status();
-  auto ch = transport.open_multicast(*addr);
+  auto ch = transport.open_multicast(*addr, {});
   if (!ch) return ch.status();
   IBBCAST_RETURN_IF_ERROR(boot.barrier());  // every member joined before the first send
   const uint32_t max = transport.capabilities().max_datagram;

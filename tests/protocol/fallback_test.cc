@@ -68,7 +68,7 @@ TEST(Fallback, OneRankAtItsMembershipLimitTurnsMulticastOffOnEveryRank) {
       auto boot = loopback::make_bootstrap(fabric, r);
       // Rank 3 already holds its only membership (another library, say).
       std::unique_ptr<McastChannel> squat;
-      if (r == 3) squat = t->open_multicast("loop:other").value();
+      if (r == 3) squat = t->open_multicast("loop:other", {}).value();
       EngineConfig cfg;
       auto g = Group::create(*t, *boot, cfg);
       if (!g) {

@@ -104,8 +104,9 @@ class SameAddress final : public Transport {
  public:
   explicit SameAddress(std::unique_ptr<Transport> t) : t_(std::move(t)) {}
   const Capabilities& capabilities() const override { return t_->capabilities(); }
-  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& a) override {
-    return t_->open_multicast(a);
+  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& a,
+                                                       const MulticastOptions& o) override {
+    return t_->open_multicast(a, o);
   }
   std::string choose_multicast_address(uint64_t) override { return "loop:collision"; }
   Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& o) override {

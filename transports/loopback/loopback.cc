@@ -182,7 +182,8 @@ class LoopTransport final : public Transport {
   }
   const Capabilities& capabilities() const override { return caps_; }
 
-  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
+  Result<std::unique_ptr<McastChannel>> open_multicast(
+      const std::string& address, const MulticastOptions& /*options*/) override {
     if (!f_->options.multicast) {
       return make_error(Errc::kUnsupported, "loopback fabric built without multicast");
     }

@@ -44,8 +44,10 @@ const std::array<ConfigField<UdpConfig>, 9> kTable = {{
      [](const UdpConfig& c) { return c.family; }},
     {"udp_ttl", "1", "multicast TTL / hop limit", parse_ttl,
      [](const UdpConfig& c) { return std::to_string(c.ttl); }},
-    bool_field<&UdpConfig::loopback>("udp_loopback", "on",
-                                     "deliver multicast to sockets of the same host"),
+    bool_field<&UdpConfig::loopback>(
+        "udp_loopback", "on",
+        "deliver multicast to sockets of the same host where another rank shares the host and "
+        "network namespace (off: never)"),
     size_field<&UdpConfig::rcvbuf>("udp_rcvbuf", "8m", "receive buffer of the multicast socket"),
     size_field<&UdpConfig::max_datagram>(
         "udp_max_datagram", "0", "largest datagram; 0 = interface MTU minus IP/UDP headers"),

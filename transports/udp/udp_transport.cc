@@ -30,13 +30,16 @@ class UdpTransport final : public Transport {
   }
 
   const Capabilities& capabilities() const override { return caps_; }
-  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address) override {
+  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& address,
+                                                       const MulticastOptions& options) override {
     auto g = parse_group(address);
     if (!g) return g.status();
     if (g->ipv6 != (cfg_.family == "ipv6")) {
       return make_error(Errc::kMismatch, "group " + address + " is not " + cfg_.family);
     }
-    auto fd = open_group_socket(cfg_, iface_, *g);
+    UdpConfig c = cfg_;
+    c.loopback = cfg_.loopback && options.host_peers;
+    auto fd = open_group_socket(c, iface_, *g);
     if (!fd) return fd.status();
     McastOptions o;
     o.max_datagram = caps_.max_datagram;
