@@ -67,7 +67,7 @@ class McastSocket final : public McastChannel {
         return r.status();
       }
       done += *r;
-      if (*r == 0) break;
+      if (*r == 0) break;  // sendmmsg sent none without an error: try later
     }
     return done;
   }
@@ -158,7 +158,7 @@ class McastSocket final : public McastChannel {
         gso_ = false;
         log_info("udp: GSO refused on " + group_.text + " (" + std::strerror(e) +
                  "); sending datagram by datagram");
-        return std::size_t{0};
+        return send_some(frames);  // at once, so a refusal is never a count of 0
       }
       if (e == EMSGSIZE)
         return make_error(Errc::kInvalidArgument, "datagram larger than the path MTU");
