@@ -1,65 +1,128 @@
-// The C++ entry points of <ibbcast/ibbcast.hpp> that read the environment.
+// The C++ API of <ibbcast/ibbcast.hpp>: the entry points that read the
+// environment, and the Group that stands in front of Group::Impl.
 #include "include/ibbcast/ibbcast.hpp"
 
-#include <mutex>
-
 #include "api/settings.h"
-#include "core/runtime/env.h"
-#include "core/runtime/log.h"
-#include "mpi-adapter/adapter_config.h"
+#include "core/runtime/config.h"
+#include "core/runtime/engine_config_table.h"
+#include "core/runtime/group.h"
+#include "transports/bootstrap/bootstrap_config.h"
+#include "transports/bootstrap/bootstrap_select.h"
+#include "transports/factory.h"
+#include "transports/loopback/loopback.h"
 
 namespace ibbcast {
 
-std::vector<std::string> known_env_names() {
-  std::vector<std::string> names = {
-      // Read by the test fabrics' processes and scripts, not by a config table.
-      "IBBCAST_NETNS_PREFIX", "IBBCAST_NETNS_FABRIC", "IBBCAST_NETNS_HOSTS",
-      "IBBCAST_TEST_CYCLES",  "IBBCAST_TEST_NETNS",   "IBBCAST_TRANSPORT"};
-  auto add = [&names](const auto& table) {
-    for (const auto& field : table)
-      names.push_back(env_name(field.name));
-  };
-  add(engine_config_table());
-  add(udp::udp_config_table());
-  add(dpdk::dpdk_config_table());
-  add(verbs::verbs_config_table());
-  add(ucx::ucx_config_table());
-  add(bootstrap_config_table());
-  add(mpi::adapter_config_table());
-  return names;
+void Release::operator()(Bootstrap* b) const noexcept {
+  delete b;
+}
+void Release::operator()(Transport* t) const noexcept {
+  delete t;
 }
 
-void warn_unknown_env() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::vector<std::string> set = process_env_names("IBBCAST_");
-    // The Soft-RoCE lab's guests pass their own IBBCAST_LAB_* to their scripts.
-    std::erase_if(set, [](const std::string& n) { return n.starts_with("IBBCAST_LAB_"); });
-    for (const auto& [name, near] : unknown_names(set, known_env_names())) {
-      log_warning(name + " is set but no part of ibbcast reads it" +
-                  (near.empty() ? std::string(" (ibbcast info --config lists the knobs)")
-                                : "; did you mean " + near + "?"));
-    }
-  });
-}
-
-Result<std::unique_ptr<Bootstrap>> make_bootstrap() {
+Result<BootstrapPtr> make_bootstrap() {
   warn_unknown_env();
   Config<BootstrapConfig> cfg{"bootstrap", bootstrap_config_table()};
   if (Status st = cfg.load_env(); !st) return st;
-  return make_bootstrap(cfg.value());
+  auto boot = make_bootstrap(cfg.value());
+  if (!boot) return boot.status();
+  return BootstrapPtr(boot->release());
 }
 
-Result<std::unique_ptr<Transport>> make_transport(const std::string& name, Bootstrap& boot) {
+Result<TransportPtr> make_transport(const std::string& name, Bootstrap& boot) {
   auto cfg = fabric_configs_from_env();
   if (!cfg) return cfg.status();
-  return make_fabric_transport(choose_fabric_transport(boot, name, *cfg), *cfg, boot);
+  auto t = make_fabric_transport(choose_fabric_transport(boot, name, *cfg), *cfg, boot);
+  if (!t) return t.status();
+  return TransportPtr(t->release());
 }
 
-Result<EngineConfig> engine_config_from_env() {
+std::vector<LocalRank> make_local_ranks(uint32_t ranks) {
+  auto fabric = loopback::make_fabric(ranks);
+  std::vector<LocalRank> out(ranks);
+  for (uint32_t r = 0; r < ranks; ++r) {
+    out[r].bootstrap.reset(loopback::make_bootstrap(fabric, r).release());
+    out[r].transport.reset(loopback::make_transport(fabric, r).release());
+  }
+  return out;
+}
+
+Group::Group(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Group::~Group() = default;
+
+Result<std::unique_ptr<Group>> create_group(Transport& transport, Bootstrap& bootstrap,
+                                            const EngineConfig& config) {
+  auto impl = Group::Impl::create(transport, bootstrap, config);
+  if (!impl) return impl.status();
+  return std::unique_ptr<Group>(new Group(std::move(*impl)));
+}
+
+Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bootstrap) {
+  return create(transport, bootstrap, Knobs{});
+}
+
+Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bootstrap,
+                                             const Knobs& knobs) {
+  warn_unknown_env();
   Config<EngineConfig> cfg{"engine", engine_config_table()};
   if (Status st = cfg.load_env(); !st) return st;
-  return cfg.value();
+  for (const auto& [name, value] : knobs.values)
+    IBBCAST_RETURN_IF_ERROR(cfg.set(name, value, ConfigOrigin::kApi));
+  return create_group(transport, bootstrap, cfg.value());
+}
+
+Status Group::bcast(uint32_t root, void* buffer, std::size_t n) {
+  return impl_->bcast(root, buffer, n);
+}
+Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
+  return impl_->ibcast(root, buffer, n);
+}
+Result<bool> Group::test(uint64_t request) {
+  return impl_->test(request);
+}
+Status Group::wait(uint64_t request) {
+  return impl_->wait(request);
+}
+Status Group::progress(bool block, std::chrono::nanoseconds max_wait) {
+  return impl_->progress(block, max_wait);
+}
+const Status& Group::health() const {
+  return impl_->health();
+}
+uint32_t Group::rank() const {
+  return impl_->rank();
+}
+uint32_t Group::size() const {
+  return impl_->size();
+}
+uint32_t Group::fragment_size() const {
+  return impl_->fragment_size();
+}
+bool Group::multicast_active() const {
+  return impl_->multicast_active();
+}
+const std::string& Group::fallback_reason() const {
+  return impl_->fallback_reason();
+}
+
+Stats Group::stats() const {
+  const GroupStats& s = impl_->stats();
+  Stats out;
+  for (uint64_t n : s.broadcasts)
+    out.broadcasts += n;
+  out.bytes_delivered = s.bytes_delivered;
+  out.datagrams_sent = s.datagrams_sent;
+  out.datagrams_received = s.datagrams_received;
+  out.datagrams_rejected = s.rejected_total();
+  out.messages_sent = s.messages_sent;
+  out.messages_received = s.messages_received;
+  out.fragments_repaired = s.fragments_repaired;
+  out.errors = s.errors;
+  return out;
+}
+
+std::string Group::stats_summary() const {
+  return impl_->stats().to_string();
 }
 
 }  // namespace ibbcast

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "api/settings.h"
+#include "core/runtime/group.h"
 #include "include/ibbcast/ibbcast.hpp"
 
 #define IBBCAST_STR2(x) #x
@@ -26,8 +28,8 @@ static_assert(IBBCAST_ERR_INTERNAL == static_cast<int>(ibbcast::Errc::kInternal)
 // Members in construction order: destroyed group first, then the transport
 // (and its reliable channel), then the bootstrap they were built over.
 struct ibbcast_group {
-  std::unique_ptr<ibbcast::Bootstrap> boot;
-  std::unique_ptr<ibbcast::Transport> transport;
+  ibbcast::BootstrapPtr boot;
+  ibbcast::TransportPtr transport;
   std::unique_ptr<ibbcast::Group> group;
   std::set<ibbcast_request*> open;
 };
@@ -87,7 +89,7 @@ int ibbcast_group_create(const char* transport, ibbcast_group** group) {
   auto t = ibbcast::make_transport(transport == nullptr ? "auto" : transport, *g->boot);
   if (!t) return fail(t.status());
   g->transport = std::move(*t);
-  auto created = ibbcast::Group::create(*g->transport, *g->boot, *config);
+  auto created = ibbcast::create_group(*g->transport, *g->boot, *config);
   if (!created) return fail(created.status());
   g->group = std::move(*created);
   *group = g.release();
@@ -151,15 +153,14 @@ int ibbcast_group_stats(const ibbcast_group* group, ibbcast_stats* stats) {
     return fail(IBBCAST_ERR_INVALID_ARGUMENT,
                 "stats->struct_size is not set (sizeof(ibbcast_stats))");
   ibbcast_stats all{};
-  const ibbcast::GroupStats& s = group->group->stats();
+  const ibbcast::Stats s = group->group->stats();
   all.struct_size = static_cast<uint32_t>(std::min<size_t>(stats->struct_size, sizeof all));
   all.multicast_active = group->group->multicast_active() ? 1 : 0;
-  for (uint64_t n : s.broadcasts)
-    all.broadcasts += n;
+  all.broadcasts = s.broadcasts;
   all.bytes_delivered = s.bytes_delivered;
   all.datagrams_sent = s.datagrams_sent;
   all.datagrams_received = s.datagrams_received;
-  all.datagrams_rejected = s.rejected_total();
+  all.datagrams_rejected = s.datagrams_rejected;
   all.messages_sent = s.messages_sent;
   all.messages_received = s.messages_received;
   all.fragments_repaired = s.fragments_repaired;

@@ -1,9 +1,12 @@
 #pragma once
 // What every entry point that reads IBBCAST_* variables shares: the tool,
-// the MPI adapter and the public API's make_bootstrap().
+// the MPI adapter and the public API (api/api.cc, api/c_api.cc).
 
 #include <string>
 #include <vector>
+
+#include "core/protocol/engine_config.h"
+#include "core/protocol/status.h"
 
 namespace ibbcast {
 
@@ -16,5 +19,8 @@ std::vector<std::string> known_env_names();
 /// (IBBCAST_FRAGMENTSIZE: did you mean IBBCAST_FRAGMENT_SIZE?). Such a
 /// variable would otherwise be ignored without a word.
 void warn_unknown_env();
+
+/// The engine's knobs: defaults, then IBBCAST_* variables.
+Result<EngineConfig> engine_config_from_env();
 
 }  // namespace ibbcast

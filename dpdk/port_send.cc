@@ -117,6 +117,11 @@ Result<rte_mbuf*> Port::build_attached(const Mac& dst, const Gather& frame, rte_
   }
   auto* b = reinterpret_cast<uint8_t*>(
       rte_pktmbuf_append(m, static_cast<uint16_t>(kHeaderBytes + head.size())));
+  if (b == nullptr) {
+    for (rte_mbuf* x : {m, t, body})
+      rte_pktmbuf_free(x);
+    return make_error(Errc::kInvalidArgument, "dpdk: frame header larger than an mbuf");
+  }
   write_header(b, dst, Kind::kMulticast, 0);
   if (!head.empty()) std::memcpy(b + kHeaderBytes, head.data(), head.size());
   // Three segments never exceed the chain limit: these cannot fail.

@@ -1,9 +1,9 @@
 // A first ibbcast program: four ranks as threads of one process over the
-// in-process loopback fabric, one broadcast of 1 MiB from rank 2, every
-// rank's bytes checked. On a real fabric each rank is a process and the two
-// loopback lines become
-//   auto boot = ibbcast::make_bootstrap(bootstrap_config);     // PMIx or TCP
-//   auto t = ibbcast::make_fabric_transport("udp", fabric_configs, **boot);
+// in-process fabric, one broadcast of 1 MiB from rank 2, every rank's bytes
+// checked. On a real fabric each rank is a process, and its bootstrap and
+// transport come from the job instead of make_local_ranks:
+//   auto boot = ibbcast::make_bootstrap();                   // PMIx or TCP
+//   auto fabric = ibbcast::make_transport("auto", **boot);
 // Build against an installation:
 //   c++ -std=c++20 bcast_threads.cc $(pkg-config --cflags --libs ibbcast) -pthread
 #include <ibbcast/ibbcast.hpp>
@@ -15,19 +15,14 @@
 int main() {
   constexpr uint32_t kRanks = 4, kRoot = 2;
   constexpr std::size_t kSize = 1 << 20;
-  auto fabric = ibbcast::loopback::make_fabric(kRanks);
-  ibbcast::Config<ibbcast::EngineConfig> config{"engine", ibbcast::engine_config_table()};
-  if (ibbcast::Status st = config.load_env(); !st) {  // IBBCAST_ALGORITHM=..., etc.
-    std::fprintf(stderr, "%s\n", st.to_string().c_str());
-    return 2;
-  }
+  std::vector<ibbcast::LocalRank> local = ibbcast::make_local_ranks(kRanks);
   std::vector<int> ok(kRanks, 0);
   std::vector<std::thread> ranks;
   for (uint32_t r = 0; r < kRanks; ++r) {
     ranks.emplace_back([&, r] {
-      auto transport = ibbcast::loopback::make_transport(fabric, r);
-      auto boot = ibbcast::loopback::make_bootstrap(fabric, r);
-      auto group = ibbcast::Group::create(*transport, *boot, config.value());  // collective
+      // Collective; knobs from IBBCAST_* variables and, for this group, these.
+      auto group = ibbcast::Group::create(*local[r].transport, *local[r].bootstrap,
+                                          ibbcast::Knobs{{{"fragment_size", "2k"}}});
       if (!group) {
         std::fprintf(stderr, "rank %u: %s\n", r, group.status().to_string().c_str());
         return;

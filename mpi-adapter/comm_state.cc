@@ -129,13 +129,13 @@ std::unique_ptr<CommState> CommState::create(MPI_Comm comm) {
                                  fabric, b);
   if (t) s->transport_ = std::move(*t);
   if (!all_ok(b, t.status(), &s->reason_)) return s;
-  auto g = Group::create(*s->transport_, b, settings().engine.value());
+  auto g = create_group(*s->transport_, b, settings().engine.value());
   if (!all_ok(b, g.status(), &s->reason_)) return s;
   s->group_ = std::move(*g);
   // While a broadcast waits (for data, or for its forwards to leave), this
   // rank keeps the MPI progressing: a peer may be in an MPI call that needs
   // this rank's pending MPI sends before it can come and take ours.
-  s->group_->set_progress_hook([&b] { b.poke_progress(); });
+  s->group_->impl().set_progress_hook([&b] { b.poke_progress(); });
   return s;
 }
 
@@ -164,9 +164,10 @@ CommState::~CommState() {
                    static_cast<unsigned long long>(counters.ibbcast_bytes),
                    static_cast<unsigned long long>(counters.packed_calls),
                    static_cast<unsigned long long>(counters.native_calls),
-                   group_->multicast_active() ? "on" : "off", group_->stats().to_string().c_str());
+                   group_->multicast_active() ? "on" : "off",
+                   group_->impl().stats().to_string().c_str());
       std::string channel;
-      for (const auto& c : group_->channel_counters())
+      for (const auto& c : group_->impl().channel_counters())
         channel += (channel.empty() ? "" : " ") + c.name + "=" + std::to_string(c.value);
       if (!channel.empty())
         std::fprintf(stderr, "ibbcast-mpi: reliable channel: %s\n", channel.c_str());

@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <vector>
 
+#include "core/runtime/config.h"
 #include "core/runtime/env.h"
 #include "core/runtime/log.h"
 #include "mpi-adapter/call_path.h"
 #include "mpi-adapter/comm_state.h"
 #include "mpi-adapter/ibbcast_mpi.h"
+#include "transports/bootstrap/bootstrap_config.h"
 #include "transports/netns.h"
 
 namespace ibbcast::mpi {
@@ -22,11 +24,14 @@ void after_init() {
   if (!adapter_config().enable) return;
   // Test fabric hook (as in `ibbcast run`): each rank moves into its host's
   // network namespace once the MPI is up, before any socket of ours exists.
-  if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
+  Config<BootstrapConfig> boot{"bootstrap", bootstrap_config_table()};
+  if (Status st = boot.load_env(); !st) {
+    log_warning("ibbcast-mpi: " + st.to_string());
+  } else if (const std::string& prefix = boot.value().netns_prefix; !prefix.empty()) {
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    Status st = enter_netns(*prefix + "-h" + std::to_string(rank));
-    if (!st) log_warning("ibbcast-mpi: " + st.to_string());
+    if (Status moved = enter_rank_netns(prefix, static_cast<uint32_t>(rank)); !moved)
+      log_warning("ibbcast-mpi: " + moved.to_string());
   }
 }
 
@@ -157,7 +162,7 @@ int ibbcast_mpi_comm_stats(MPI_Comm comm, ibbcast_mpi_stats* out) {
   out->barrier_calls = s->counters.barrier_calls;
   out->multicast_active = s->group() != nullptr && s->group()->multicast_active() ? 1 : 0;
   if (s->group() != nullptr) {
-    for (const auto& c : s->group()->channel_counters()) {
+    for (const auto& c : s->group()->impl().channel_counters()) {
       if (c.name == "reg_hits") out->reg_hits = c.value;
       if (c.name == "reg_misses") out->reg_misses = c.value;
       if (c.name == "reg_invalidations") out->reg_invalidations = c.value;

@@ -31,7 +31,7 @@ std::vector<Status> run_ranks(
       if (setup.faults.size() > r && setup.faults.size() > 1) f = &setup.faults[r];
       if (f != nullptr && f->has_value()) t = with_faults(std::move(t), **f, r, setup.counters);
       auto boot = loopback::make_bootstrap(fabric, r);
-      auto g = Group::create(*t, *boot, setup.config);
+      auto g = create_group(*t, *boot, setup.config);
       if (!g) {
         result[r] = g.status();
         return;
@@ -55,9 +55,9 @@ BcastOutcome run_bcast(const RankSetup& setup, uint32_t root, std::size_t n, uin
     buf = r == root ? src : std::vector<std::byte>(n, std::byte{0xEE});
     auto req = g.ibcast(root, buf.data(), n);
     if (!req) return req.status();
-    out.algorithm[r] = g.request_algorithm(*req);
+    out.algorithm[r] = g.impl().request_algorithm(*req);
     Status st = g.wait(*req);
-    out.stats[r] = g.stats();
+    out.stats[r] = g.impl().stats();
     return st;
   });
   return out;

@@ -21,16 +21,12 @@
 #include "tools/loggp_measure.h"
 #include "transports/bootstrap/bootstrap_select.h"
 #include "transports/factory.h"
-#include "transports/netns.h"
 #include "transports/ucx/ucx_channel.h"
 
 namespace ibbcast::tool {
 namespace {
 
 Status bench_rank(const Args& args, Bootstrap& boot) {
-  if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
-    IBBCAST_RETURN_IF_ERROR(enter_netns(*prefix + "-h" + std::to_string(boot.rank())));
-  }
   if (option(args, "loggp", "") == "1") {
     return run_loggp(args, boot, nullptr);
   }
@@ -68,7 +64,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   if (!plan.algorithms.empty()) {
     EngineConfig cfg = args.engine.value();
     cfg.algorithm = plan.algorithms.front();
-    auto group = Group::create(**transport, boot, cfg);
+    auto group = create_group(**transport, boot, cfg);
     if (!group) return group.status();
     auto idle = [&] { (void)(*group)->progress(false, Nanos(0)); };
     for (uint64_t size : plan.sizes) {
@@ -82,7 +78,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   for (Algorithm algo : plan.algorithms) {
     EngineConfig cfg = args.engine.value();
     cfg.algorithm = algo;
-    auto group = Group::create(**transport, boot, cfg);
+    auto group = create_group(**transport, boot, cfg);
     if (!group) return group.status();
     Group& g = **group;
     auto idle = [&] { (void)g.progress(false, Nanos(0)); };

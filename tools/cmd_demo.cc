@@ -85,14 +85,14 @@ int cmd_demo(int argc, char** argv) {
       }
       auto req = g.ibcast(s.root, buf.data(), buf.size());
       if (!req) return req.status();
-      algo[r] = g.request_algorithm(*req);
+      algo[r] = g.impl().request_algorithm(*req);
       IBBCAST_RETURN_IF_ERROR(g.wait(*req));
       done[r].push_back(monotonic_now() - Nanos(root_post.load()));
       if (buf != want) {
         return make_error(Errc::kCorrupt, "iteration " + std::to_string(it) + ": wrong bytes");
       }
     }
-    stats[r] = g.stats();
+    stats[r] = g.impl().stats();
     return Status::ok();
   });
   // No group was made (a setting the fabric cannot honour): the reason on

@@ -20,7 +20,6 @@
 #include "tools/stay_away.h"
 #include "transports/bootstrap/bootstrap_select.h"
 #include "transports/factory.h"
-#include "transports/netns.h"
 
 namespace ibbcast::tool {
 namespace {
@@ -52,9 +51,6 @@ Result<std::optional<Lateness>> parse_lateness(const Args& args, uint32_t size) 
 }
 
 Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
-  if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
-    IBBCAST_RETURN_IF_ERROR(enter_netns(*prefix + "-h" + std::to_string(boot.rank())));
-  }
   auto size = parse_size(option(args, "size", "256k"));
   auto iters = parse_uint(option(args, "iterations", "20"));
   auto root = parse_uint(option(args, "root", "0"));
@@ -96,12 +92,12 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
   for (uint64_t k = 0; k < *ngroups; ++k) {
     EngineConfig cfg = args.engine.value();
     if (!algorithms.empty()) cfg.algorithm = algorithms[k];
-    auto g = Group::create(*t, boot, cfg);
+    auto g = create_group(*t, boot, cfg);
     if (!g) return g.status();
     groups.push_back(std::move(*g));
   }
   report.multicast = groups[0]->multicast_active() ? 1 : 0;
-  if (const auto& c = groups[0]->calibration(); c && boot.rank() == 0) {
+  if (const auto& c = groups[0]->impl().calibration(); c && boot.rank() == 0) {
     std::printf(
         "calibrated auto (rank 0's loggp): crossover_nodes %u, crossover_size %s, "
         "fibo_s %u, fibo_r %u\n",
@@ -136,7 +132,7 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
       buf[k] = boot.rank() == rk ? want[k] : std::vector<std::byte>(*size);
       auto req = groups[k]->ibcast(rk, buf[k].data(), buf[k].size());
       if (!req) return req.status();
-      report.algorithm = static_cast<uint32_t>(groups[k]->request_algorithm(*req));
+      report.algorithm = static_cast<uint32_t>(groups[k]->impl().request_algorithm(*req));
       reqs.push_back(*req);
     }
     if (i_die && it + 1 == *iters) {
@@ -162,8 +158,8 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
   GroupStats sum;
   std::vector<TransportCounter> channels;  // summed by name over the groups
   for (const auto& g : groups) {
-    sum += g->stats();
-    for (const auto& c : g->channel_counters()) {
+    sum += g->impl().stats();
+    for (const auto& c : g->impl().channel_counters()) {
       auto it = std::find_if(channels.begin(), channels.end(),
                              [&](const TransportCounter& x) { return x.name == c.name; });
       if (it == channels.end()) {

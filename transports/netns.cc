@@ -26,4 +26,9 @@ Status enter_netns(const std::string& name) {
   return Status::ok();
 }
 
+Status enter_rank_netns(const std::string& prefix, uint32_t rank) {
+  if (prefix.empty()) return Status::ok();
+  return enter_netns(prefix + "-h" + std::to_string(rank));
+}
+
 }  // namespace ibbcast

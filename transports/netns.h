@@ -4,6 +4,7 @@
 // bootstraps over PMIx there (its connection survives the move), then enters
 // its host's namespace before it opens sockets or UCX.
 
+#include <cstdint>
 #include <string>
 
 #include "core/protocol/status.h"
@@ -13,5 +14,10 @@ namespace ibbcast {
 /// setns(CLONE_NEWNET) into /var/run/netns/<name>. Only the calling thread
 /// moves: call it before starting threads. kNoResource/kUnsupported with errno text.
 Status enter_netns(const std::string& name);
+
+/// The namespace fabric's host of `rank`: enter_netns(<prefix>-h<rank>), the
+/// bootstrap knob netns_prefix (IBBCAST_NETNS_PREFIX). ok at once when
+/// `prefix` is empty.
+Status enter_rank_netns(const std::string& prefix, uint32_t rank);
 
 }  // namespace ibbcast

@@ -15,7 +15,7 @@ Nanos monotonic_now() {
   return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
 }
 
-Group::~Group() {
+Group::Impl::~Impl() {
   if (print_statistics_ && engine_) {
     log_info("group rank " + std::to_string(rank()) + "/" + std::to_string(size()) +
              " statistics\n" + engine_->stats().to_string());
@@ -31,13 +31,13 @@ Group::~Group() {
   }
 }
 
-Status Group::bcast(uint32_t root, void* buffer, std::size_t n) {
+Status Group::Impl::bcast(uint32_t root, void* buffer, std::size_t n) {
   auto req = ibcast(root, buffer, n);
   if (!req) return req.status();
   return wait(*req);
 }
 
-Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
+Result<uint64_t> Group::Impl::ibcast(uint32_t root, void* buffer, std::size_t n) {
   if (buffer == nullptr && n != 0) {
     return make_error(Errc::kInvalidArgument, "null buffer with a non-zero size");
   }
@@ -63,7 +63,7 @@ Result<uint64_t> Group::ibcast(uint32_t root, void* buffer, std::size_t n) {
   return req;
 }
 
-Result<bool> Group::test(uint64_t request) {
+Result<bool> Group::Impl::test(uint64_t request) {
   IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
   Status st;
   switch (engine_->state(request, &st)) {
@@ -91,7 +91,7 @@ Result<bool> Group::test(uint64_t request) {
   return make_error(Errc::kInvalidArgument, "unknown request " + std::to_string(request));
 }
 
-Status Group::wait(uint64_t request) {
+Status Group::Impl::wait(uint64_t request) {
   // Without a deadline (the default) a broadcast may wait for a late peer as
   // long as it takes; after a minute without progress it says once what it
   // waits for, so that a stall does not pass for a slow peer in silence.
@@ -120,7 +120,7 @@ Status Group::wait(uint64_t request) {
   }
 }
 
-Status Group::progress(bool block, Nanos max_wait) {
+Status Group::Impl::progress(bool block, Nanos max_wait) {
   Nanos now = monotonic_now();
   send_blocked_ = false;
   bool busy = pump_receives(now);
@@ -131,7 +131,7 @@ Status Group::progress(bool block, Nanos max_wait) {
   return Status::ok();
 }
 
-bool Group::pump_sends(Nanos now) {
+bool Group::Impl::pump_sends(Nanos now) {
   // What the channel refused last time goes first.
   bool did = flush_burst(now);
   // Bounded per call so receives are not starved by a long root send.
@@ -169,7 +169,7 @@ bool Group::pump_sends(Nanos now) {
   return did;
 }
 
-void Group::stage_datagram(const Action& a) {
+void Group::Impl::stage_datagram(const Action& a) {
   StagedDatagram& d = burst_[burst_len_++];
   std::copy_n(a.header.begin(), std::min(a.header.size(), d.header.size()), d.header.begin());
   d.trailer_len = std::min(a.trailer.size(), d.trailer.size());
@@ -178,7 +178,7 @@ void Group::stage_datagram(const Action& a) {
   d.op = a.op;
 }
 
-bool Group::flush_burst(Nanos now) {
+bool Group::Impl::flush_burst(Nanos now) {
   bool did = false;
   while (burst_len_ != 0) {
     std::array<Gather, kBurst> frames;
@@ -212,7 +212,7 @@ bool Group::flush_burst(Nanos now) {
   return did;
 }
 
-bool Group::pump_multicast(Nanos now) {
+bool Group::Impl::pump_multicast(Nanos now) {
   std::array<RecvView, 32> views;
   std::size_t n = mcast_->poll(views);
   for (std::size_t i = 0; i < n; ++i) {
@@ -230,7 +230,7 @@ bool Group::pump_multicast(Nanos now) {
   return n != 0;
 }
 
-bool Group::pump_receives(Nanos now) {
+bool Group::Impl::pump_receives(Nanos now) {
   bool did = mcast_ && pump_multicast(now);
   std::array<P2pEvent, 32> events;
   std::size_t n = p2p_->poll(events);
@@ -258,7 +258,7 @@ bool Group::pump_receives(Nanos now) {
   return did || n != 0;
 }
 
-void Group::sleep_until_event(Nanos max_wait) {
+void Group::Impl::sleep_until_event(Nanos max_wait) {
   int fd = transport_->event_fd();
   const int send_fd = send_blocked_ ? mcast_->send_wait_fd() : -1;
   if (fd < 0 || (send_blocked_ && send_fd < 0)) {

@@ -1,6 +1,7 @@
 #pragma once
-// ibbcast::Group: the public broadcast API. It binds one Engine to one
-// transport's channels and one bootstrap, and drives them from the calling
+// Group::Impl: what stands behind the public ibbcast::Group
+// (include/ibbcast/ibbcast.hpp). It binds one Engine to one transport's
+// channels and one bootstrap, and drives them from the calling
 // thread (a channel that needs progress between calls, UCX's, runs its own
 // helper only while the application is away). Waiting sleeps on the transport's
 // event fd, so many ranks on few cores do not starve each other.
@@ -21,21 +22,22 @@
 #include "core/protocol/status.h"
 #include "core/protocol/wire.h"
 #include "core/runtime/transport.h"
+#include "include/ibbcast/ibbcast.hpp"
 
 namespace ibbcast {
 
-class Group {
+class [[gnu::visibility("hidden")]] Group::Impl {
  public:
   /// Collective over `bootstrap`: every rank calls it with its own transport.
   /// Rank 0 picks the session id and multicast address; every rank joins; all
   /// agree over the bootstrap whether every join worked. If any failed, every
   /// rank falls back to point-to-point algorithms for this group and rank 0
   /// logs the reason once. `transport` and `bootstrap` must outlive the group.
-  static Result<std::unique_ptr<Group>> create(Transport& transport, Bootstrap& bootstrap,
-                                               const EngineConfig& config);
-  ~Group();
-  Group(const Group&) = delete;
-  Group& operator=(const Group&) = delete;
+  static Result<std::unique_ptr<Impl>> create(Transport & transport, Bootstrap & bootstrap,
+                                              const EngineConfig& config);
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   /// Blocking broadcast of n bytes from `root` (collective, same root and n on
   /// every rank). Returns when this rank's buffer is complete and its forwards
@@ -57,30 +59,54 @@ class Group {
   /// Called between naps while bcast/wait block, for a library that shares
   /// the ranks and needs their progress (an MPI whose pending sends a peer
   /// waits for while this rank waits for that peer). Naps are 1 ms with a hook.
-  void set_progress_hook(std::function<void()> hook) { progress_hook_ = std::move(hook); }
+  void set_progress_hook(std::function<void()> hook) {
+    progress_hook_ = std::move(hook);
+  }
 
   /// ok while usable; kPeerFailed once this rank knows a peer died (sticky:
   /// every later broadcast fails at once; rebuild the group).
-  const Status& health() const { return engine_->group_status(); }
+  const Status& health() const {
+    return engine_->group_status();
+  }
 
-  uint32_t rank() const { return engine_->identity().rank; }
-  uint32_t size() const { return engine_->identity().size; }
-  uint64_t session() const { return engine_->identity().session; }
-  uint32_t fragment_size() const { return engine_->identity().fragment_size; }
-  bool multicast_active() const { return engine_->identity().multicast_ok; }
+  uint32_t rank() const {
+    return engine_->identity().rank;
+  }
+  uint32_t size() const {
+    return engine_->identity().size;
+  }
+  uint64_t session() const {
+    return engine_->identity().session;
+  }
+  uint32_t fragment_size() const {
+    return engine_->identity().fragment_size;
+  }
+  bool multicast_active() const {
+    return engine_->identity().multicast_ok;
+  }
   /// Why multicast is off for this group ("" when it is on).
-  const std::string& fallback_reason() const { return fallback_reason_; }
+  const std::string& fallback_reason() const {
+    return fallback_reason_;
+  }
   /// Algorithm a request runs (valid until it is reported done).
-  Algorithm request_algorithm(uint64_t request) const { return engine_->op_algorithm(request); }
-  const GroupStats& stats() const { return engine_->stats(); }
+  Algorithm request_algorithm(uint64_t request) const {
+    return engine_->op_algorithm(request);
+  }
+  const GroupStats& stats() const {
+    return engine_->stats();
+  }
   /// The reliable channel's own counters (UCX: its registrations).
-  std::vector<TransportCounter> channel_counters() const { return p2p_->counters(); }
+  std::vector<TransportCounter> channel_counters() const {
+    return p2p_->counters();
+  }
   /// The thresholds derived from rank 0's measured LogGP (the `loggp` knob),
   /// when it had them; the engine runs with these instead of the knobs'.
-  const std::optional<Calibration>& calibration() const { return calibration_; }
+  const std::optional<Calibration>& calibration() const {
+    return calibration_;
+  }
 
  private:
-  Group() = default;
+  Impl() = default;
   bool pump_sends(Nanos now);
   void stage_datagram(const Action& a);
   bool flush_burst(Nanos now);
@@ -90,7 +116,7 @@ class Group {
   // Zero-copy receives (group_landing.cc).
   MemoryRegion register_buffer(std::span<std::byte> buffer, bool* ok);
   MemoryRegion register_p2p(std::span<std::byte> buffer);
-  void land(uint64_t request, std::span<std::byte> buffer, MemoryRegion& region);
+  void land(uint64_t request, std::span<std::byte> buffer, MemoryRegion & region);
   void check_landed(std::span<RecvView> rest);
   void check_message(std::span<const std::byte> frame, Nanos now);
   void end_landing(std::span<RecvView> lent);
@@ -133,6 +159,11 @@ class Group {
   std::array<StagedDatagram, kBurst> burst_{};
   std::size_t burst_len_ = 0;
 };
+
+/// Group::create with every knob given (the library's own tools and tests;
+/// the API's overloads read them from the environment and Knobs).
+Result<std::unique_ptr<Group>> create_group(Transport& transport, Bootstrap& bootstrap,
+                                            const EngineConfig& config);
 
 /// Monotonic now, for drivers.
 Nanos monotonic_now();

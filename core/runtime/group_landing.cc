@@ -18,7 +18,7 @@
 
 namespace ibbcast {
 
-MemoryRegion Group::register_buffer(std::span<std::byte> buffer, bool* ok) {
+MemoryRegion Group::Impl::register_buffer(std::span<std::byte> buffer, bool* ok) {
   auto r = transport_->register_memory(buffer);
   *ok = r.is_ok();
   if (r) return std::move(*r);
@@ -30,7 +30,7 @@ MemoryRegion Group::register_buffer(std::span<std::byte> buffer, bool* ok) {
   return {};
 }
 
-MemoryRegion Group::register_p2p(std::span<std::byte> buffer) {
+MemoryRegion Group::Impl::register_p2p(std::span<std::byte> buffer) {
   auto r = p2p_->register_memory(buffer);
   if (r) return std::move(*r);
   if (!logged_p2p_register_error_) {
@@ -41,7 +41,7 @@ MemoryRegion Group::register_p2p(std::span<std::byte> buffer) {
   return {};
 }
 
-void Group::land(uint64_t request, std::span<std::byte> buffer, MemoryRegion& region) {
+void Group::Impl::land(uint64_t request, std::span<std::byte> buffer, MemoryRegion& region) {
   // One zone at a time, and none while another broadcast is under way: its
   // frames would arrive between this one's.
   if (landing_op_ != 0 || engine_->pending_ops() != 1) return;
@@ -64,7 +64,7 @@ void Group::land(uint64_t request, std::span<std::byte> buffer, MemoryRegion& re
   landing_frags_ = info->frags;
 }
 
-void Group::check_landed(std::span<RecvView> rest) {
+void Group::Impl::check_landed(std::span<RecvView> rest) {
   const RecvView& v = rest.front();
   uint32_t bid = 0, frag = 0;
   const bool ours =
@@ -73,7 +73,7 @@ void Group::check_landed(std::span<RecvView> rest) {
   end_landing(rest);
 }
 
-void Group::check_message(std::span<const std::byte> frame, Nanos now) {
+void Group::Impl::check_message(std::span<const std::byte> frame, Nanos now) {
   uint32_t bid = 0, frag = 0;
   uint32_t last = 0;
   if (!peek_fragment(frame, &bid, &frag, &last) || bid != landing_bid_ || frag >= landing_frags_)
@@ -87,7 +87,7 @@ void Group::check_message(std::span<const std::byte> frame, Nanos now) {
   if (landing_op_ != 0 && frag >= mcast_->landed_count()) end_landing({});
 }
 
-void Group::end_landing(std::span<RecvView> lent) {
+void Group::Impl::end_landing(std::span<RecvView> lent) {
   mcast_->close_landing(lent);
   landing_op_ = 0;
 }

@@ -56,8 +56,8 @@ Status allgather_records(Bootstrap& b, const T& mine, std::vector<T>& all) {
 
 }  // namespace
 
-Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bootstrap,
-                                             const EngineConfig& config) {
+Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, Bootstrap& bootstrap,
+                                                         const EngineConfig& config) {
   const Capabilities& caps = transport.capabilities();
   SetupRecord mine;
   uint64_t limit = std::min(caps.max_datagram, caps.max_message);
@@ -149,7 +149,7 @@ Result<std::unique_ptr<Group>> Group::create(Transport& transport, Bootstrap& bo
   std::memset(&all[0].key, 0, sizeof all[0].key);
   std::memset(&mine.key, 0, sizeof mine.key);
 
-  std::unique_ptr<Group> g(new Group());
+  std::unique_ptr<Impl> g(new Impl());
   g->transport_ = &transport;
   g->print_statistics_ = config.print_statistics;
   // The key reaches the reliable channel here, when it is made (after the

@@ -25,6 +25,11 @@
 #define IBBCAST_VERSION \
   (IBBCAST_VERSION_MAJOR * 10000 + IBBCAST_VERSION_MINOR * 100 + IBBCAST_VERSION_PATCH)
 
+/* The library is built with hidden symbols; this marks what it exports. */
+#ifndef IBBCAST_EXPORT
+#define IBBCAST_EXPORT __attribute__((visibility("default")))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -52,44 +57,44 @@ typedef struct ibbcast_request ibbcast_request;
 
 /* The library's version, "major.minor.patch": the one loaded at run time,
  * which may be newer than the IBBCAST_VERSION_* a program was built with. */
-const char* ibbcast_version(void);
+IBBCAST_EXPORT const char* ibbcast_version(void);
 
 /* "peer_failed" for IBBCAST_ERR_PEER_FAILED; "unknown" for other numbers. */
-const char* ibbcast_error_name(int code);
+IBBCAST_EXPORT const char* ibbcast_error_name(int code);
 
 /* What the calling thread's last failed call said (the reason and, where
  * known, the fix); "" before any failure. Valid until the thread's next call. */
-const char* ibbcast_last_error(void);
+IBBCAST_EXPORT const char* ibbcast_last_error(void);
 
 /* Collective: every rank of the job calls it. Bootstraps from the
  * environment, opens `transport` ("udp", "dpdk", "verbs"; NULL or "auto"
  * picks the same on every rank) and creates a group of all ranks.
  * *group is set on success and NULL on error. */
-int ibbcast_group_create(const char* transport, ibbcast_group** group);
+IBBCAST_EXPORT int ibbcast_group_create(const char* transport, ibbcast_group** group);
 
 /* Frees the group, its transport and bootstrap, and every request still
  * open. Waits (bounded by the `timeout` knob when set) until every peer has
  * received what this rank sent it. NULL is allowed. */
-int ibbcast_group_free(ibbcast_group* group);
+IBBCAST_EXPORT int ibbcast_group_free(ibbcast_group* group);
 
-uint32_t ibbcast_group_rank(const ibbcast_group* group);
-uint32_t ibbcast_group_size(const ibbcast_group* group);
+IBBCAST_EXPORT uint32_t ibbcast_group_rank(const ibbcast_group* group);
+IBBCAST_EXPORT uint32_t ibbcast_group_size(const ibbcast_group* group);
 
 /* Collective: `bytes` bytes from `root` into `buffer` on every rank (same
  * root and bytes everywhere). Returns when this rank's buffer is complete. */
-int ibbcast_bcast(ibbcast_group* group, void* buffer, size_t bytes, uint32_t root);
+IBBCAST_EXPORT int ibbcast_bcast(ibbcast_group* group, void* buffer, size_t bytes, uint32_t root);
 
 /* Starts the broadcast and returns at once; `buffer` must stay untouched
  * until ibbcast_test or ibbcast_wait says done. */
-int ibbcast_ibcast(ibbcast_group* group, void* buffer, size_t bytes, uint32_t root,
-                   ibbcast_request** request);
+IBBCAST_EXPORT int ibbcast_ibcast(ibbcast_group* group, void* buffer, size_t bytes, uint32_t root,
+                                  ibbcast_request** request);
 
 /* *done = 1 and *request = NULL when the broadcast is complete; *done = 0
  * while it runs. On an error the request is freed too (*request = NULL). */
-int ibbcast_test(ibbcast_request** request, int* done);
+IBBCAST_EXPORT int ibbcast_test(ibbcast_request** request, int* done);
 
 /* Blocks until the broadcast is complete or failed; *request = NULL. */
-int ibbcast_wait(ibbcast_request** request);
+IBBCAST_EXPORT int ibbcast_wait(ibbcast_request** request);
 
 /* Counters of one group. Versioned by size: set struct_size to
  * sizeof(ibbcast_stats) before the call; a library that knows fewer fields
@@ -108,7 +113,7 @@ typedef struct ibbcast_stats {
   uint64_t errors;             /* broadcasts that failed */
 } ibbcast_stats;
 
-int ibbcast_group_stats(const ibbcast_group* group, ibbcast_stats* stats);
+IBBCAST_EXPORT int ibbcast_group_stats(const ibbcast_group* group, ibbcast_stats* stats);
 
 #ifdef __cplusplus
 }

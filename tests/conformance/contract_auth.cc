@@ -28,7 +28,7 @@ Status one_algorithm(Transport& transport, Bootstrap& boot, Algorithm algo, Stat
   EngineConfig cfg;
   cfg.algorithm = algo;
   cfg.auth = true;
-  auto g = Group::create(transport, boot, cfg);
+  auto g = create_group(transport, boot, cfg);
   if (!g) return make_error(g.status().code(), name + ": " + g.status().to_string());
   const auto want = local::pattern(kSize, 91 + static_cast<uint64_t>(algo));
   for (uint32_t root : {0u, n - 1}) {
@@ -43,7 +43,7 @@ Status one_algorithm(Transport& transport, Bootstrap& boot, Algorithm algo, Stat
                                         std::to_string(me) + ": " + st.to_string());
     }
   }
-  const GroupStats& s = (*g)->stats();
+  const GroupStats& s = (*g)->impl().stats();
   const uint64_t bad = s.rejected[static_cast<std::size_t>(Reject::kBadTag)] +
                        s.rejected[static_cast<std::size_t>(Reject::kUnauthenticated)];
   if (bad != 0 && first) {
@@ -85,7 +85,7 @@ Status authenticated_broadcasts(Transport& transport, Bootstrap& boot) {
     // rank, never a group that silently runs unauthenticated.
     EngineConfig cfg;
     cfg.auth = true;
-    auto g = Group::create(transport, boot, cfg);
+    auto g = create_group(transport, boot, cfg);
     if (g) return make_error(Errc::kInternal, "auth=on accepted by a build without OpenSSL");
     if (g.status().code() != Errc::kUnsupported) return g.status();
     return Status::ok();

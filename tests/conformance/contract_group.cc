@@ -16,7 +16,7 @@ Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot) {
     const std::string name(algorithm_name(algo));
     EngineConfig cfg;
     cfg.algorithm = algo;
-    auto g = Group::create(transport, boot, cfg);
+    auto g = create_group(transport, boot, cfg);
     if (!g) return make_error(g.status().code(), name + ": " + g.status().to_string());
     const auto want = local::pattern(size, static_cast<uint64_t>(a));
     // Both roots run even after a failure, so that no peer is left waiting
@@ -39,7 +39,7 @@ Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot) {
       uint64_t useful;
       uint64_t multicast;
     };
-    const Seen mine{(*g)->stats().datagrams_useful, (*g)->multicast_active() ? 1u : 0u};
+    const Seen mine{(*g)->impl().stats().datagrams_useful, (*g)->multicast_active() ? 1u : 0u};
     std::vector<Seen> all(n);
     IBBCAST_RETURN_IF_ERROR(
         boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))));
@@ -63,7 +63,7 @@ Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot) {
 Status large_broadcast_then_foreign_collective(Transport& transport, Bootstrap& boot) {
   EngineConfig cfg;
   cfg.algorithm = Algorithm::kTwoStage;
-  auto g = Group::create(transport, boot, cfg);
+  auto g = create_group(transport, boot, cfg);
   if (!g) return g.status();
   const std::size_t size = 16u << 20;
   Status first = Status::ok();

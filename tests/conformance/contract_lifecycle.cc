@@ -73,7 +73,7 @@ Result<std::string> snapshot(const Transport& transport, Bootstrap& boot) {
 Status one_cycle(Transport& transport, Bootstrap& boot, uint32_t k) {
   EngineConfig cfg;
   cfg.algorithm = Algorithm::kTwoStage;  // joins the multicast group
-  auto g = Group::create(transport, boot, cfg);
+  auto g = create_group(transport, boot, cfg);
   if (!g) return g.status();
   const std::size_t size = 4096 + k;
   const uint32_t root = k % boot.size();

@@ -168,7 +168,7 @@ TEST(DpdkRingFrames, EveryAlgorithmBroadcastsWith10PercentLoss) {
 Status broadcasts_under_frame_loss(Transport& transport, Bootstrap& boot) {
   EngineConfig cfg;
   cfg.algorithm = Algorithm::kTwoStage;
-  auto g = Group::create(transport, boot, cfg);
+  auto g = create_group(transport, boot, cfg);
   if (!g) return g.status();
   const uint32_t n = boot.size(), me = boot.rank();
   const std::size_t size = 200 * 1000;
@@ -209,7 +209,7 @@ Status root_reuses_its_buffer_at_once(Transport& transport, Bootstrap& boot) {
   EngineConfig cfg;
   cfg.algorithm = Algorithm::kTwoStage;
   cfg.checksum = false;
-  auto g = Group::create(transport, boot, cfg);
+  auto g = create_group(transport, boot, cfg);
   if (!g) return g.status();
   const uint32_t me = boot.rank();
   const std::size_t size = 1 << 20;

@@ -16,7 +16,6 @@
 #include "tests/conformance/contract_tests.h"
 #include "transports/bootstrap/bootstrap_select.h"
 #include "transports/factory.h"
-#include "transports/netns.h"
 
 namespace ibbcast::conformance {
 namespace {
@@ -56,13 +55,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "process conformance: %s\n", boot.status().to_string().c_str());
     return 2;
   }
-  if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
-    Status st = enter_netns(*prefix + "-h" + std::to_string((*boot)->rank()));
-    if (!st) {
-      std::fprintf(stderr, "process conformance: %s\n", st.to_string().c_str());
-      return 2;
-    }
-  }
+
   if ((*boot)->size() < 2) {
     std::fprintf(stderr, "process conformance: needs 2 ranks or more\n");
     return 2;

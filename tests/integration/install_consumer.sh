@@ -46,8 +46,24 @@ while IFS= read -r h; do
       fail "$rel does not compile on its own"
   fi
   n=$((n + 1))
-done < <(find "$inc/ibbcast" -name '*.h' | sort)
+done < <(find "$inc/ibbcast" -name '*.h' -o -name '*.hpp' | sort)
 echo "$n installed headers compile on their own"
+# The API is the whole of what installs: the C and C++ headers (status.hpp
+# is part of the C++ one) and the MPI adapter's.
+want="ibbcast/ibbcast.h ibbcast/ibbcast.hpp ibbcast/ibbcast_mpi.h ibbcast/status.hpp"
+got=$(cd "$inc" && find . -type f | sed 's#^\./##' | sort | tr '\n' ' ' | sed 's/ $//')
+[[ $got == "$want" ]] ||
+  fail "installed headers are '$got', not the API's '$want'"
+
+# The shared library exports the API and nothing of its insides: every
+# symbol it defines in text is ibbcast_* (C) or the C++ API's (Group,
+# Status, errc_name, Release, make_*).
+lib=$(find "$root" -name 'libibbcast.so.*.*' | head -1)
+[[ -n $lib ]] || fail "no libibbcast.so installed"
+extra=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | c++filt |
+  grep -vE '^ibbcast_[a-z_]+$|^ibbcast::(Group::[a-z_~A-Z]+|Status::to_string|errc_name|Release::operator\(\)|make_bootstrap|make_transport|make_local_ranks)(\[abi:cxx11\])?\(' || true)
+[[ -z $extra ]] || fail "libibbcast.so exports more than the API: $(echo "$extra" | head -5)"
+echo "libibbcast.so exports $(nm -D --defined-only "$lib" | awk '$2 == "T"' | wc -l) functions, all of the API"
 
 # The example, built outside the tree, runs.
 libdir=$(pcx --variable=libdir)

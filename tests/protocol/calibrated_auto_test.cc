@@ -38,12 +38,12 @@ std::vector<RankOut> run(uint32_t ranks, const std::vector<std::string>& knobs, 
         out[r].st = st;
         return;
       }
-      auto g = Group::create(*t, *boot, cfg.value());
+      auto g = create_group(*t, *boot, cfg.value());
       if (!g) {
         out[r].st = g.status();
         return;
       }
-      out[r].cal = (*g)->calibration();
+      out[r].cal = (*g)->impl().calibration();
       out[r].fragment = (*g)->fragment_size();
       out[r].multicast = (*g)->multicast_active();
       std::vector<std::byte> buf = r == 0 ? want : std::vector<std::byte>(n);
@@ -52,7 +52,7 @@ std::vector<RankOut> run(uint32_t ranks, const std::vector<std::string>& knobs, 
         out[r].st = req.status();
         return;
       }
-      out[r].algo = (*g)->request_algorithm(*req);
+      out[r].algo = (*g)->impl().request_algorithm(*req);
       out[r].st = (*g)->wait(*req);
       if (out[r].st && buf != want) out[r].st = make_error(Errc::kCorrupt, "wrong bytes");
     });

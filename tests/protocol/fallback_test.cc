@@ -70,7 +70,7 @@ TEST(Fallback, OneRankAtItsMembershipLimitTurnsMulticastOffOnEveryRank) {
       std::unique_ptr<McastChannel> squat;
       if (r == 3) squat = t->open_multicast("loop:other", {}).value();
       EngineConfig cfg;
-      auto g = Group::create(*t, *boot, cfg);
+      auto g = create_group(*t, *boot, cfg);
       if (!g) {
         st[r] = g.status();
         return;
@@ -113,9 +113,9 @@ TEST(SetupFailure, OneRanksLocalErrorFailsEveryRankWithItsReason) {
       auto boot = loopback::make_bootstrap(fabric, r);
       EngineConfig cfg;
       if (r == kBad) cfg.fragment_size = 60000;  // beyond the loopback's 4 KiB datagrams
-      auto g = Group::create(*t, *boot, cfg);
+      auto g = create_group(*t, *boot, cfg);
       first[r] = g.status();
-      auto again = Group::create(*t, *boot, EngineConfig{});
+      auto again = create_group(*t, *boot, EngineConfig{});
       if (again) {
         got[r] = r == 0 ? want : std::vector<std::byte>(n);
         second[r] = (*again)->bcast(0, got[r].data(), n);

@@ -41,7 +41,7 @@ std::string run_late(uint32_t p, Algorithm a, uint32_t root, uint32_t late, std:
     threads.emplace_back([&, r] {
       auto t = loopback::make_transport(fabric, r);
       auto boot = loopback::make_bootstrap(fabric, r);
-      auto g = Group::create(*t, *boot, cfg);
+      auto g = create_group(*t, *boot, cfg);
       if (!g) {
         status[r] = g.status();
         return;

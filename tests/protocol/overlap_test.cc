@@ -92,7 +92,7 @@ TEST(Overlap, RootEntersFirstOrLast) {
       std::vector<std::byte> buf = r == 1 ? want : std::vector<std::byte>(n);
       if ((r == 1) == root_last) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       IBBCAST_RETURN_IF_ERROR(g.bcast(1, buf.data(), n));
-      stats[r] = g.stats();
+      stats[r] = g.impl().stats();
       return expect_bytes(buf, want, root_last ? "root last" : "root first");
     });
     assert_all_ok(st, root_last ? "root last" : "root first");
@@ -131,8 +131,8 @@ TEST(Overlap, TwoGroupsSharingAnAddressNeverAcceptEachOthersDatagrams) {
       auto boot = loopback::make_bootstrap(fabric, r);
       EngineConfig cfg;
       cfg.algorithm = Algorithm::kTwoStage;
-      auto ga = Group::create(ta, *boot, cfg);
-      auto gb = Group::create(tb, *boot, cfg);
+      auto ga = create_group(ta, *boot, cfg);
+      auto gb = create_group(tb, *boot, cfg);
       if (!ga || !gb) {
         st[r] = ga ? gb.status() : ga.status();
         return;
@@ -155,8 +155,9 @@ TEST(Overlap, TwoGroupsSharingAnAddressNeverAcceptEachOthersDatagrams) {
         if (s) s = expect_bytes(b, wb, "group b");
         st[r] = s;
       }
-      foreign[r] = (*ga)->stats().rejected[static_cast<std::size_t>(Reject::kForeignSession)] +
-                   (*gb)->stats().rejected[static_cast<std::size_t>(Reject::kForeignSession)];
+      foreign[r] =
+          (*ga)->impl().stats().rejected[static_cast<std::size_t>(Reject::kForeignSession)] +
+          (*gb)->impl().stats().rejected[static_cast<std::size_t>(Reject::kForeignSession)];
     });
   }
   for (auto& t : th)

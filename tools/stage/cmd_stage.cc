@@ -13,7 +13,6 @@
 #include "tools/stage/stage_run.h"
 #include "transports/bootstrap/bootstrap_select.h"
 #include "transports/factory.h"
-#include "transports/netns.h"
 
 namespace ibbcast::tool {
 namespace {
@@ -86,19 +85,13 @@ int cmd_stage(int argc, char** argv) {
                  opt.status().to_string().c_str());
     return 2;
   }
-  if (auto prefix = process_env("IBBCAST_NETNS_PREFIX"); prefix && !prefix->empty()) {
-    if (Status st = enter_netns(*prefix + "-h" + std::to_string(b.rank())); !st) {
-      std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", b.rank(), st.to_string().c_str());
-      return 1;
-    }
-  }
   auto transport = make_fabric_transport(option(*args, "transport", "udp"), args->fabric(), b);
   if (!transport) {
     std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", b.rank(),
                  transport.status().to_string().c_str());
     return 1;
   }
-  auto group = Group::create(**transport, b, args->engine.value());
+  auto group = create_group(**transport, b, args->engine.value());
   if (!group) {
     const Status& st = group.status();
     std::fprintf(stderr, "ibbcast stage: rank %u: cannot create the group: %s\n", b.rank(),

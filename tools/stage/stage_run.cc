@@ -145,7 +145,7 @@ int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   mine.files_written = res.files_written;
   mine.bytes_written = res.bytes_written;
   mine.seconds = seconds_since(t0);
-  mine.datagrams_useful = group.stats().datagrams_useful;
+  mine.datagrams_useful = group.impl().stats().datagrams_useful;
   mine.repaired = group.stats().fragments_repaired;
   if (!res.status.is_ok()) {
     std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", me, res.status.to_string().c_str());

@@ -17,7 +17,7 @@ Status parse_kind(BootstrapConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<BootstrapConfig>, 6> kTable = {{
+const std::array<ConfigField<BootstrapConfig>, 7> kTable = {{
     {"bootstrap", "auto",
      "auto (PMIx under mpirun/srun, else TCP if bootstrap_root is set), pmix, tcp", parse_kind,
      [](const BootstrapConfig& c) { return c.kind; }},
@@ -35,6 +35,10 @@ const std::array<ConfigField<BootstrapConfig>, 6> kTable = {{
     duration_field<&BootstrapConfig::timeout>(
         "bootstrap_timeout", "60s",
         "longest a bootstrap step waits for the slowest rank (then an error naming it)"),
+    string_field<&BootstrapConfig::netns_prefix>(
+        "netns_prefix", "",
+        "namespace fabric (tests/support/netns_fabric.sh): once connected, rank r moves into "
+        "network namespace <prefix>-h<r>; for ranks a launcher starts outside the namespaces"),
 }};
 
 }  // namespace

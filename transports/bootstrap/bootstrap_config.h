@@ -24,6 +24,9 @@ struct BootstrapConfig {
   std::string job;    ///< TCP: a token the job's ranks share
   /// Both: the longest wait for the slowest rank (PMIx: whole seconds, rounded up).
   std::chrono::nanoseconds timeout = std::chrono::seconds(60);
+  /// When set, rank r enters network namespace <prefix>-h<r> once connected
+  /// (enter_rank_netns): its bootstrap connection stays where it was made.
+  std::string netns_prefix;
 };
 
 std::span<const ConfigField<BootstrapConfig>> bootstrap_config_table();

@@ -2,6 +2,7 @@
 
 #include "transports/bootstrap/pmix_entry.h"
 #include "transports/bootstrap/tcp_bootstrap.h"
+#include "transports/netns.h"
 
 namespace ibbcast {
 namespace {
@@ -26,9 +27,7 @@ Result<std::unique_ptr<Bootstrap>> make_pmix(const BootstrapConfig& cfg) {
   return pmix::open(std::chrono::ceil<std::chrono::seconds>(cfg.timeout));
 }
 
-}  // namespace
-
-Result<std::unique_ptr<Bootstrap>> make_bootstrap(const BootstrapConfig& cfg) {
+Result<std::unique_ptr<Bootstrap>> connect_bootstrap(const BootstrapConfig& cfg) {
   if (cfg.kind == "tcp") return make_tcp(cfg);
   if (cfg.kind == "pmix") return make_pmix(cfg);
   // auto: a PMIx launcher's variables win, so jobs under mpirun/srun behave
@@ -42,6 +41,15 @@ Result<std::unique_ptr<Bootstrap>> make_bootstrap(const BootstrapConfig& cfg) {
                                             "give every rank IBBCAST_BOOTSTRAP_ROOT=host:port "
                                             "(rank 0 listens there), IBBCAST_BOOTSTRAP_RANK=i and "
                                             "IBBCAST_BOOTSTRAP_SIZE=N");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Bootstrap>> make_bootstrap(const BootstrapConfig& cfg) {
+  auto boot = connect_bootstrap(cfg);
+  if (!boot || cfg.netns_prefix.empty()) return boot;
+  IBBCAST_RETURN_IF_ERROR(enter_rank_netns(cfg.netns_prefix, (*boot)->rank()));
+  return boot;
 }
 
 }  // namespace ibbcast
