@@ -63,6 +63,13 @@ int cmd_demo(int argc, char** argv) {
     return 2;
   }
   const Setup& s = *setup;
+  // A long run says what it does on stderr (stdout stays the report): what
+  // it prepares first, then every broadcast that took a second or more.
+  constexpr uint64_t kLongSize = uint64_t{256} << 20;
+  if (s.size >= kLongSize) {
+    std::fprintf(stderr, "ibbcast demo: preparing %u buffers of %s bytes\n", s.ranks + 1,
+                 format_size(s.size).c_str());
+  }
   local::RankSetup rs;
   rs.ranks = s.ranks;
   rs.config = args->engine.value();
@@ -73,6 +80,8 @@ int cmd_demo(int argc, char** argv) {
   std::vector<Algorithm> algo(s.ranks, Algorithm::kAuto);
   std::vector<std::string> multicast(s.ranks);
   std::atomic<int64_t> root_post{0};
+  // Ranks done with each broadcast; the last one reports a slow broadcast.
+  std::vector<std::atomic<uint32_t>> finished(s.iterations);
   std::vector<Status> st = local::run_ranks(rs, [&](uint32_t r, Group& g, loopback::Fabric&) {
     multicast[r] = g.multicast_active() ? "on" : "off (" + g.fallback_reason() + ")";
     std::vector<std::byte> buf(s.size);
@@ -88,6 +97,11 @@ int cmd_demo(int argc, char** argv) {
       algo[r] = g.impl().request_algorithm(*req);
       IBBCAST_RETURN_IF_ERROR(g.wait(*req));
       done[r].push_back(monotonic_now() - Nanos(root_post.load()));
+      if (finished[it].fetch_add(1) + 1 == s.ranks && done[r].back() >= std::chrono::seconds(1)) {
+        std::fprintf(stderr, "ibbcast demo: broadcast %u of %u: every rank has %s bytes (%.1f s)\n",
+                     it + 1, s.iterations, format_size(s.size).c_str(),
+                     static_cast<double>(done[r].back().count()) / 1e9);
+      }
       if (buf != want) {
         return make_error(Errc::kCorrupt, "iteration " + std::to_string(it) + ": wrong bytes");
       }

@@ -2,9 +2,11 @@
 // output (tools/bench_plot.h) — latency vs size, vs ranks, and the per-rank
 // completion spread — from one run or a sweep (scripts/bench_sweep.sh).
 // Needs no fabric; "-" reads standard input.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "core/protocol/units.h"
@@ -56,6 +58,19 @@ int cmd_plot(int argc, char** argv) {
   }
   auto rows = parse_bench_csv(text);
   if (!rows) return fail(rows.status());
+  if (size != 0 && std::none_of(rows->begin(), rows->end(),
+                                [size](const BenchRow& r) { return r.size == size; })) {
+    // Otherwise two of the three panels are empty, without a word.
+    std::set<uint64_t> sizes;
+    for (const BenchRow& r : *rows)
+      sizes.insert(r.size);
+    std::string have;
+    for (uint64_t v : sizes)
+      have += (have.empty() ? "" : ", ") + format_size(v);
+    return fail(make_error(
+        Errc::kInvalidArgument,
+        "--size " + format_size(size) + ": the CSV has no row of that size; it has " + have));
+  }
   if (Status st = write_text_file(svg, svg_document(bench_panels(*rows, size), 2)); !st) {
     return fail(st);
   }

@@ -87,6 +87,19 @@ only_complete() {
   done < <(find "$dest/rank$1/tree" -type f ! -name '*.ibbcast-partial')
   [[ ! -e $dest/rank$1/tree/zz_big.bin ]] || fail "rank $1: zz_big.bin under its final name"
 }
+# A failure every rank knows (the root's verdict, the agreement, the
+# results) is said once, by rank 0, with its exit status; no other rank
+# repeats it (at 1,000 nodes that was a million lines).
+rank0_says_once() {
+  local n
+  n=$(grep -cE "$1" "$out")
+  [[ $n -eq 1 ]] || fail "/$1/ said $n times, not once"
+  lines 0 stderr | grep -qE "$1" || fail "rank 0 did not report /$1/"
+  lines 0 stderr | grep -q 'exit status 1' || fail "rank 0: no 'exit status 1'"
+  for ((r = 1; r < ranks; r++)); do
+    [[ -z $(lines $r stderr | grep -v 'mpirun\|^$') ]] || fail "rank $r said more than rank 0: $(lines $r stderr | head -3)"
+  done
+}
 every_rank_says() {
   for ((r = 0; r < ranks; r++)); do
     [[ $r -eq ${2:--1} ]] && continue
@@ -102,6 +115,9 @@ case $scenario in
   tree)
     stage true "" "$args"
     all_ok "$nfiles" 0
+    # The summary says how the data went: the fabric and each algorithm run.
+    lines 0 stdout | grep -qE '^ibbcast stage: transport udp, multicast on, broadcasts by algorithm:( [a-z_]+=[0-9]+)+$' ||
+      fail "the summary does not name the transport and algorithms: $(lines 0 stdout | head -3)"
     # The small files travel packed, many to a broadcast.
     packed=$(broadcasts)
     [[ -n $packed && $packed -lt $small ]] || fail "$nfiles files in '$packed' broadcasts: not packed"
@@ -151,12 +167,18 @@ case $scenario in
     done
     [[ $partials -gt 0 ]] || fail "no rank was interrupted inside the large file"
     stage true "" "$args"
-    all_ok 1 $((nfiles - 1)) ;;
+    all_ok 1 $((nfiles - 1))
+    # SIGTERM (what mpirun sends on Ctrl-C) inside the large file: every
+    # rank removes its partial as it dies; what was complete stays.
+    stage true "" "--force --test-fault term:all:$((big_first + 20)) $args"
+    [[ $rc -ne 0 ]] || fail "the terminated job exited 0"
+    left=$(find "$dest" -name '*.ibbcast-partial')
+    [[ -z $left ]] || fail "SIGTERM left partials: $left"
+    for ((r = 0; r < ranks; r++)); do same $r; done ;;
   corrupt)
     stage true "" "--test-fault corrupt:2:$((big_first + 10)) $args"
     [[ $rc -ne 0 ]] || fail "exit status 0 with a corrupted chunk"
-    lines 2 stderr | grep -q 'checksum error in tree/zz_big.bin' || fail "rank 2 reported no checksum error"
-    every_rank_says 'transfer: rank 2 failed: corrupt: checksum error'
+    rank0_says_once 'transfer: rank 2 failed: corrupt: checksum error in tree/zz_big.bin'
     only_complete 2
     [[ -z $(find "$dest/rank2" -name '*.ibbcast-partial') ]] || fail "rank 2: the partial was left"
     for r in 0 1 3; do same $r; done ;;
@@ -172,12 +194,12 @@ case $scenario in
   badinput)
     stage true "" "'$work/src/nothing' '$dest/rank{rank}'"
     [[ $rc -ne 0 ]] || fail "exit status 0 with a missing source"
-    every_rank_says "root: source $work/src/nothing: No such file or directory"
+    rank0_says_once "root: source $work/src/nothing: No such file or directory"
     [[ ! -e $dest ]] || fail "DEST was created although nothing could be staged"
     mkfifo "$src/d1/pipe"
     stage true "" "$args"
     [[ $rc -ne 0 ]] || fail "exit status 0 with a FIFO in the source"
-    every_rank_says "root: source $src/d1/pipe: is a socket, FIFO or device"
+    rank0_says_once "root: source $src/d1/pipe: is a socket, FIFO or device"
     rm "$src/d1/pipe"
     # Rank 3's DEST has 16 MiB of room, rank 2's is read-only: both found by
     # the agreement, before a byte is written anywhere.
@@ -187,8 +209,14 @@ case $scenario in
     stage true "" "$args"
     umount "$dest/rank3" "$dest/rank2"
     [[ $rc -ne 0 ]] || fail "exit status 0 without space on rank 3"
-    every_rank_says "before any data moved: rank 3 failed: no_resource: no space on $dest/rank3"
-    every_rank_says "before any data moved: rank 2 failed: invalid_argument: DEST $dest/rank2 is not writable"
+    rank0_says_once "before any data moved: rank 3 failed: no_resource: no space on $dest/rank3"
+    rank0_says_once "before any data moved: rank 2 failed: invalid_argument: DEST $dest/rank2 is not writable"
+    # One cause on every rank (one read-only DEST they all name) is one line.
+    mkdir -p "$dest/shared" && mount -t tmpfs -o ro,size=1m ibbstage "$dest/shared" ||
+      fail "cannot mount a read-only DEST"
+    stage true "" "'$src' '$dest/shared'"
+    umount "$dest/shared"
+    rank0_says_once "before any data moved: ranks 0-$((ranks - 1)) failed: invalid_argument: DEST $dest/shared is not writable"
     [[ -z $(find "$dest" -type f) ]] || fail "a file was written although a rank had no space" ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac

@@ -26,6 +26,9 @@ cat "$csv" "$csv" | "$bin" plot - --svg "$dir/twice.svg" || fail "concatenated C
 printf 'algorithm,size,ranks,root,method,target,median_us,p99_us\nlinear,1,2,0,max_over_ranks,all,x,1\n' >"$dir/bad.csv"
 out=$("$bin" plot "$dir/bad.csv" --svg "$dir/bad.svg" 2>&1)
 [[ $? -eq 2 && $out == *"line 2"* ]] || fail "malformed CSV not refused by line: $out"
+out=$("$bin" plot "$csv" --size 3 --svg "$dir/s.svg" 2>&1)
+[[ $? -eq 2 && $out == *"no row of that size"*"it has "* ]] ||
+  fail "a --size the CSV lacks is not refused with the sizes it has: $out"
 out=$("$bin" plot "$dir/missing.csv" --svg "$dir/m.svg" 2>&1)
 [[ $? -eq 2 && $out == *"cannot read"* ]] || fail "missing file not refused: $out"
 [[ $fails -eq 0 ]] && echo "PASS: ibbcast plot ($(echo $algos | wc -w) algorithms)"

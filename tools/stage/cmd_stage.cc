@@ -10,6 +10,7 @@
 #include "core/runtime/group.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/stage/stage_dest.h"
 #include "tools/stage/stage_run.h"
 #include "transports/bootstrap/bootstrap_select.h"
 #include "transports/factory.h"
@@ -28,6 +29,7 @@ Result<stage::StageOptions> stage_options(const Args& a, uint32_t rank) {
   if (a.positional.size() < 2) return make_error(Errc::kInvalidArgument, "need SRC... DEST");
   o.sources.assign(a.positional.begin(), a.positional.end() - 1);
   o.dest = replace_rank(a.positional.back(), rank);
+  o.transport = option(a, "transport", "udp");
   auto chunk = parse_size(option(a, "chunk-size", "512k"));
   if (!chunk) return chunk.status();
   if (*chunk < 4096 || *chunk > stage::kMaxChunkSize) {
@@ -103,10 +105,13 @@ int cmd_stage(int argc, char** argv) {
     }
     return 1;
   }
-  const int rc = stage::run_stage(**group, b, *opt);
-  // One line per rank, so a launcher's merged output shows every rank's verdict.
-  if (rc != 0) std::fprintf(stderr, "ibbcast stage: rank %u: exit status %d\n", b.rank(), rc);
-  return rc;
+  stage::remove_partials_on_signals();
+  const stage::StageExit done = stage::run_stage(**group, b, *opt);
+  // Where rank 0 reported for everyone, it alone gives the exit status;
+  // otherwise every failing rank does, so a launcher's merged output shows it.
+  if (done.code != 0 && (b.rank() == 0 || !done.reported_by_root))
+    std::fprintf(stderr, "ibbcast stage: rank %u: exit status %d\n", b.rank(), done.code);
+  return done.code;
 }
 
 }  // namespace ibbcast::tool

@@ -1,10 +1,12 @@
 #include "tools/stage/stage_dest.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -102,6 +104,36 @@ void remove_partial(const std::string& dest, const std::string& rel) {
   ::unlink(partial_path(dest, rel).c_str());
 }
 
+namespace {
+
+// The partial being written, for the signal handler: all it may do is
+// unlink a path already in static storage. One FileWriter writes at a time.
+char g_partial[4096];
+std::atomic<bool> g_partial_set{false};
+
+void remove_partial_and_die(int sig) {
+  if (g_partial_set.load()) ::unlink(g_partial);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void track_partial(const std::string& path) {
+  g_partial_set = false;
+  if (path.size() >= sizeof g_partial) return;  // not tracked; the next run clears it
+  std::memcpy(g_partial, path.c_str(), path.size() + 1);
+  g_partial_set = true;
+}
+
+}  // namespace
+
+void remove_partials_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = remove_partial_and_die;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    ::sigaction(sig, &sa, nullptr);
+}
+
 Result<bool> needs_file(const std::string& dest, const Entry& e, DigestKind kind, bool preserve) {
   struct stat st {};
   const std::string path = dest + "/" + e.path;
@@ -121,6 +153,7 @@ Status FileWriter::open(const Entry& e) {
   partial_ = partial_path(dest_, e.path);
   fd_ = ::open(partial_.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
   if (fd_ < 0) return sys_error(Errc::kInvalidArgument, "cannot create " + partial_, errno);
+  track_partial(partial_);
   digest_ = std::make_unique<FileDigest>(kind_);
   return Status::ok();
 }
@@ -156,8 +189,10 @@ Status FileWriter::finish(bool preserve) {
   if (::rename(partial_.c_str(), final_path.c_str()) != 0) {
     const int err = errno;
     ::unlink(partial_.c_str());
+    g_partial_set = false;
     return sys_error(Errc::kInvalidArgument, "rename to " + final_path, err);
   }
+  g_partial_set = false;  // after the rename: a signal before it still removes the partial
   return Status::ok();
 }
 
@@ -166,6 +201,7 @@ void FileWriter::discard() {
   ::close(fd_);
   fd_ = -1;
   ::unlink(partial_.c_str());
+  g_partial_set = false;
 }
 
 }  // namespace ibbcast::tool::stage

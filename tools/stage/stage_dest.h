@@ -27,6 +27,11 @@ std::string partial_path(const std::string& dest, const std::string& rel);
 void remove_partial(const std::string& dest, const std::string& rel);
 
 /// Writes one file; not thread-safe (the writer thread owns it).
+/// From here on SIGINT, SIGTERM and SIGHUP remove the partial being written
+/// before the process dies of the signal, so an interrupted run leaves no
+/// hidden file behind (only SIGKILL can; the next run clears those).
+void remove_partials_on_signals();
+
 class FileWriter {
  public:
   FileWriter(std::string dest, DigestKind kind) : dest_(std::move(dest)), kind_(kind) {}

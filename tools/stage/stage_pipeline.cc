@@ -171,6 +171,8 @@ Result<TestFault> parse_test_fault(const std::string& spec) {
     f.kind = TestFault::Kind::kCorrupt;
   else if (kind == "kill")
     f.kind = TestFault::Kind::kKill;
+  else if (kind == "term")
+    f.kind = TestFault::Kind::kTerm;
   else
     return make_error(Errc::kInvalidArgument, "bad --test-fault kind '" + kind + "'");
   if (rank != "all") {
@@ -208,9 +210,10 @@ TransferResult transfer(Group& group, const TransferPlan& plan,
       return false;
     }
     const Batch& b = sched.batches[c->batch];
-    if (plan.fault.kind == TestFault::Kind::kKill && plan.fault.chunk >= b.first &&
-        plan.fault.chunk < b.first + b.count && (plan.fault.rank < 0 || plan.fault.rank == me)) {
-      std::raise(SIGKILL);
+    if ((plan.fault.kind == TestFault::Kind::kKill || plan.fault.kind == TestFault::Kind::kTerm) &&
+        plan.fault.chunk >= b.first && plan.fault.chunk < b.first + b.count &&
+        (plan.fault.rank < 0 || plan.fault.rank == me)) {
+      std::raise(plan.fault.kind == TestFault::Kind::kKill ? SIGKILL : SIGTERM);
     }
     res.bytes_broadcast += b.bytes - b.count * kChunkHeaderSize;
     ++res.broadcasts;

@@ -28,7 +28,9 @@ namespace ibbcast::tool::stage {
 /// (or every rank) right after the broadcast that carried that piece, like a
 /// crashed node or a killed job.
 struct TestFault {
-  enum class Kind { kNone, kCorrupt, kKill } kind = Kind::kNone;
+  /// kKill: SIGKILL (nothing can clean up); kTerm: SIGTERM, as mpirun sends
+  /// on Ctrl-C (the partial being written is removed).
+  enum class Kind { kNone, kCorrupt, kKill, kTerm } kind = Kind::kNone;
   int64_t rank = -1;  ///< -1: every rank
   uint64_t chunk = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -40,24 +41,51 @@ Status gather_records(Bootstrap& boot, const RankRecord& mine, const std::vector
   return Status::ok();
 }
 
-int report_failures(const char* phase, const std::vector<RankRecord>& all) {
+std::string rank_list(const std::vector<uint32_t>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+      ++j;
+    if (i > 0) out += ",";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+int report_failures(const char* phase, const std::vector<RankRecord>& all, bool print) {
+  // Each message once, in the order of its first rank; at 1,000 nodes with
+  // one cause that is one line, not a thousand on every rank.
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> groups;
   int failed = 0;
   for (std::size_t r = 0; r < all.size(); ++r) {
     if (all[r].ok()) continue;
     ++failed;
-    std::fprintf(stderr, "ibbcast stage: %s: rank %zu failed: %s\n", phase, r, all[r].message);
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == all[r].message; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {all[r].message, {}});
+    it->second.push_back(static_cast<uint32_t>(r));
+  }
+  for (const auto& [message, ranks] : groups) {
+    if (print)
+      std::fprintf(stderr, "ibbcast stage: %s: %s failed: %s\n", phase, rank_list(ranks).c_str(),
+                   message.c_str());
   }
   return failed;
 }
 
 void print_summary(const std::vector<RankRecord>& all, uint64_t files, uint64_t bytes,
-                   uint64_t files_sent, uint64_t broadcasts, const char* digest) {
+                   uint64_t files_sent, uint64_t broadcasts, const char* digest,
+                   const std::string& how) {
   std::printf(
       "ibbcast stage: %zu ranks, %llu files (%.1f MiB), %llu sent in %llu broadcasts, "
       "digest %s\n",
       all.size(), static_cast<unsigned long long>(files), mib(bytes),
       static_cast<unsigned long long>(files_sent), static_cast<unsigned long long>(broadcasts),
       digest);
+  std::printf("ibbcast stage: %s\n", how.c_str());
   std::printf("%4s %8s %8s %12s %9s %9s %9s %9s %s\n", "rank", "written", "skipped", "bytes",
               "seconds", "MB/s", "mc_useful", "repaired", "result");
   int bad = 0;

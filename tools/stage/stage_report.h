@@ -29,13 +29,19 @@ struct RankRecord {
 Status gather_records(Bootstrap& boot, const RankRecord& mine, const std::vector<uint8_t>& extra,
                       std::vector<RankRecord>& all, std::vector<std::vector<uint8_t>>& extras);
 
-/// "rank 2: no_resource: no space on ..." lines for every failed rank, on
-/// stderr; returns how many failed.
-int report_failures(const char* phase, const std::vector<RankRecord>& all);
+/// How many ranks failed. With `print` (one rank: every rank has `all`),
+/// each distinct failure once on stderr with the ranks that had it:
+/// "PHASE: ranks 1-3,7 failed: no_resource: no space on /scratch".
+int report_failures(const char* phase, const std::vector<RankRecord>& all, bool print);
 
-/// The summary table of step 5 (rank 0, stdout).
+/// "rank 3", "ranks 1-3,7": a sorted list of ranks, runs collapsed.
+std::string rank_list(const std::vector<uint32_t>& ranks);
+
+/// The summary table of step 5 (rank 0, stdout); `how` names the transport
+/// and the algorithms the broadcasts ran.
 void print_summary(const std::vector<RankRecord>& all, uint64_t files, uint64_t bytes,
-                   uint64_t files_sent, uint64_t broadcasts, const char* digest);
+                   uint64_t files_sent, uint64_t broadcasts, const char* digest,
+                   const std::string& how);
 
 /// The root's live line (a TTY: one line rewritten in place; else a plain
 /// line every few seconds).

@@ -84,7 +84,7 @@ Status local_plan(const StageOptions& opt, const Manifest& m, bool force, bool p
 
 }  // namespace
 
-int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
+StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   const Nanos t0 = monotonic_now();
   const uint32_t me = group.rank();
   auto keep_group_going = [&group] { (void)group.progress(false, Nanos(0)); };
@@ -92,9 +92,12 @@ int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   Start start;
   Status local;
   if (Status st = receive_manifest(group, opt, tree, start, local); !st) {
-    // The root's verdict reached every rank (or the group broke): same on all.
-    std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", me, st.to_string().c_str());
-    return 1;
+    // The root's verdict reached every rank: rank 0 says it, once. Anything
+    // else (the group broke) is this rank's own to say.
+    const bool shared = start.error_code != 0;
+    if (me == 0 || !shared)
+      std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", me, st.to_string().c_str());
+    return {1, shared};
   }
   const Manifest& m = tree.manifest;
   RankRecord mine;
@@ -111,9 +114,9 @@ int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   if (!agreed) {
     std::fprintf(stderr, "ibbcast stage: rank %u: agreement failed: %s\n", me,
                  agreed.to_string().c_str());
-    return 1;
+    return {1, false};
   }
-  if (report_failures("before any data moved", all) > 0) return 1;
+  if (report_failures("before any data moved", all, me == 0) > 0) return {1, true};
   TransferPlan plan;
   plan.manifest = &m;
   plan.sources = &tree.source_paths;
@@ -147,24 +150,37 @@ int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   mine.seconds = seconds_since(t0);
   mine.datagrams_useful = group.impl().stats().datagrams_useful;
   mine.repaired = group.stats().fragments_repaired;
-  if (!res.status.is_ok()) {
-    std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", me, res.status.to_string().c_str());
-  }
   // Peers may still need this rank's forwards while it waits for them.
   Status verdict = res.group_failed ? Status::ok() : boot.progressing_barrier(keep_group_going);
   if (verdict) verdict = gather_records(boot, mine, {}, all, all_bits);
   if (!verdict) {
+    // Nobody will report this rank's failure for it.
+    if (!res.status.is_ok())
+      std::fprintf(stderr, "ibbcast stage: rank %u: %s\n", me, res.status.to_string().c_str());
     std::fprintf(stderr, "ibbcast stage: rank %u: cannot learn the other ranks' results: %s\n", me,
                  verdict.to_string().c_str());
-    return 1;
+    return {1, false};
   }
   uint64_t nfiles = 0;
   for (const Entry& e : m.entries)
     nfiles += e.kind == EntryKind::kFile ? 1 : 0;
-  if (me == 0)
+  if (me == 0) {
+    // Every broadcast of this run (the start block and manifest included),
+    // by the algorithm it ran: below crossover_nodes that is linear.
+    std::string how = "transport " + opt.transport + ", multicast " +
+                      (group.multicast_active() ? "on" : "off (" + group.fallback_reason() + ")") +
+                      ", broadcasts by algorithm:";
+    const GroupStats& gs = group.impl().stats();
+    for (std::size_t a = 0; a < gs.broadcasts.size(); ++a) {
+      if (gs.broadcasts[a] != 0)
+        how += " " + std::string(algorithm_name(static_cast<Algorithm>(a))) + "=" +
+               std::to_string(gs.broadcasts[a]);
+    }
     print_summary(all, nfiles, tree.total_bytes, plan.files.size(), res.broadcasts,
-                  digest_name(m.digest_kind));
-  return report_failures("transfer", all) > 0 ? 1 : 0;
+                  digest_name(m.digest_kind), how);
+  }
+  if (report_failures("transfer", all, me == 0) > 0) return {1, true};
+  return {0, false};
 }
 
 }  // namespace ibbcast::tool::stage

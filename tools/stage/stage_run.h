@@ -17,11 +17,19 @@ struct StageOptions {
   bool force = false, preserve = false;
   bool pack = true;  ///< the root's choice travels in the start block
   std::string progress = "auto";
+  std::string transport = "udp";  ///< for the summary: the fabric the group runs on
   TestFault fault;
 };
 
-/// Runs the whole stage collectively; returns the process exit code (0 when
-/// every rank succeeded, 1 otherwise, on every rank).
-int run_stage(Group& group, Bootstrap& boot, const StageOptions& opt);
+/// What run_stage ended with on this rank.
+struct StageExit {
+  int code = 0;  ///< the process exit code: 0 when every rank succeeded, else 1 on every rank
+  /// Rank 0 reported every rank's failure (each once, grouped): the other
+  /// ranks need not repeat it.
+  bool reported_by_root = false;
+};
+
+/// Runs the whole stage collectively.
+StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt);
 
 }  // namespace ibbcast::tool::stage
