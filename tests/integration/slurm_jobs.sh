@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# srun on a Slurm cluster of namespace nodes (tests/support/slurm_cluster.sh):
+# `ibbcast run` with two ranks per node (PMIx), and the MPI adapter preloaded
+# into an unmodified Open MPI program (--mpi=pmix) and an MPICH one
+# (--mpi=pmi2), one rank per node. Every rank checks every byte; the MPI
+# programs also check, through the adapter's statistics, that ibbcast with
+# multicast carried their broadcasts. Afterwards nothing of the cluster is
+# left: no daemon, no namespace, no file.
+# Usage: slurm_jobs.sh IBBCAST OPENMPI_ADAPTER OPENMPI_CHECK MPICH_ADAPTER MPICH_CHECK
+set -uo pipefail
+bin=$(realpath "$1") ompi_lib=$(realpath "$2") ompi_check=$(realpath "$3")
+mpich_lib=$(realpath "$4") mpich_check=$(realpath "$5")
+here=$(cd "$(dirname "$0")/.." && pwd)
+C=$here/support/slurm_cluster.sh
+[[ $(id -u) == 0 ]] || { echo "SKIP: needs root for network namespaces"; exit 77; }
+prefix=sl$(printf '%04x' $(($$ % 65536)))
+nodes=3
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+trap '"$C" down "$prefix"' EXIT
+
+"$C" up "$prefix" "$nodes" || { echo "FAIL: the cluster did not come up"; exit 1; }
+srun() { timeout 300 "$C" run "$prefix" -- srun "$@" 2>&1; }
+
+# The nodes are what Slurm says they are: their own host names, their own addresses.
+out=$(srun -N"$nodes" hostname | sort | tr '\n' ' ')
+[[ $out == "h0 h1 h2 " ]] || fail "srun -N3 hostname printed '$out'"
+
+out=$(srun -N"$nodes" --ntasks-per-node=2 --mpi=pmix --export=ALL,UCX_TLS=tcp \
+  "$bin" run --udp-interface eth0 --size 1m --iterations 5 --algorithm two_stage)
+echo "$out" | tail -4
+grep -q '^PASS: every rank holds' <<<"$out" || fail "ibbcast run under srun: $(tail -3 <<<"$out")"
+grep -Eq '^ +5 two_stage +on ' <<<"$out" || fail "ibbcast run: rank 5 did not run two_stage with multicast on"
+
+# The adapter's checks need the MPI to carry its own traffic between nodes:
+# Open MPI over UCX (on a cluster's InfiniBand its default; here TCP).
+common=IBBCAST_UDP_INTERFACE=eth0,EXPECT_IBBCAST=1,EXPECT_MULTICAST=1
+out=$(srun -N"$nodes" --mpi=pmix \
+  --export=ALL,LD_PRELOAD="$ompi_lib",$common,OMPI_MCA_pml=ucx,OMPI_MCA_osc=ucx,OMPI_MCA_pml_ucx_tls=any,OMPI_MCA_pml_ucx_devices=any,UCX_TLS=tcp \
+  "$ompi_check")
+n=$(grep -c 'checks, 0 failed here, 0 failed on all ranks' <<<"$out")
+[[ $n -eq $nodes ]] || fail "Open MPI under srun --mpi=pmix: $n of $nodes ranks passed: $(tail -5 <<<"$out")"
+out=$(srun -N"$nodes" --mpi=pmi2 --export=ALL,LD_PRELOAD="$mpich_lib",$common "$mpich_check")
+n=$(grep -c 'checks, 0 failed here, 0 failed on all ranks' <<<"$out")
+[[ $n -eq $nodes ]] || fail "MPICH under srun --mpi=pmi2: $n of $nodes ranks passed: $(tail -5 <<<"$out")"
+
+trap - EXIT
+"$C" down "$prefix"
+ip netns list | grep -q "^$prefix-" && fail "namespaces of $prefix left"
+[[ ! -e /var/tmp/ibbslurm-$prefix ]] || fail "/var/tmp/ibbslurm-$prefix left"
+pgrep -f "ibbslurm-$prefix" >/dev/null && fail "a daemon of $prefix still runs: $(pgrep -af "ibbslurm-$prefix")"
+((fails == 0)) && echo "PASS: ibbcast run, Open MPI and MPICH under srun on $nodes namespace nodes"
+exit $((fails > 0))
