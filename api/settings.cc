@@ -16,8 +16,8 @@ namespace ibbcast {
 std::vector<std::string> known_env_names() {
   std::vector<std::string> names = {
       // Read by the test fabrics' processes and scripts, not by a config table.
-      "IBBCAST_NETNS_FABRIC", "IBBCAST_NETNS_HOSTS", "IBBCAST_TEST_CYCLES",
-      "IBBCAST_TEST_NETNS", "IBBCAST_TRANSPORT"};
+      "IBBCAST_NETNS_FABRIC", "IBBCAST_NETNS_HOSTS", "IBBCAST_TEST_CYCLES", "IBBCAST_TEST_NETNS",
+      "IBBCAST_TRANSPORT"};
   auto add = [&names](const auto& table) {
     for (const auto& field : table)
       names.push_back(env_name(field.name));
