@@ -197,7 +197,8 @@ bool valid_start(const Start& s) {
 }
 
 bool same_start(const Start& a, const Start& b) {
-  return a.force == b.force && a.preserve == b.preserve && a.chunk_size == b.chunk_size &&
+  return a.force == b.force && a.preserve == b.preserve && a.pack == b.pack &&
+         a.checksum == b.checksum && a.chunk_size == b.chunk_size &&
          a.manifest_len == b.manifest_len && a.entries == b.entries &&
          a.error_code == b.error_code && a.message == b.message;
 }
@@ -236,6 +237,8 @@ void built(fuzz::Input& in) {
   s.manifest_len = in.take<uint64_t>();
   s.entries = (sflags & 16) ? in.take<uint32_t>() : in.take<uint8_t>();
   if (sflags & 32) s.message = text(in);
+  s.pack = (sflags & 64) == 0;
+  s.checksum = (sflags & 128) != 0;
   std::array<std::byte, kStartSize> block{};
   encode_start(s, block);
   check_start(block);

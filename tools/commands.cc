@@ -63,7 +63,9 @@ constexpr OptionDoc kBenchOptions[] = {
 
 constexpr OptionDoc kStageOptions[] = {
     {"force", "", "rewrite files DEST already holds unchanged"},
-    {"preserve", "", "keep mtimes (and directory modes); unchanged then also means same mtime"},
+    {"preserve", "", "give folders the source's modes too (files always get its mode and mtime)"},
+    {"checksum", "",
+     "tell unchanged files by their digest, not by size and mtime (reads them all)"},
     {"chunk-size", "BYTES", "bytes per broadcast; read, broadcast and write overlap (512k)"},
     {"no-pack", "", "a broadcast per chunk (by default small files share broadcasts)"},
     {"progress", "MODE", "auto, tty, plain or none: the root's progress line on stderr (auto)"},

@@ -76,6 +76,10 @@ else
   cc -std=c11 -Wall -Wextra -Werror -o "$tmp/bcast_c" "$src/examples/bcast_c.c" $cflags $libs \
     -Wl,-rpath,"$libdir" || fail "examples/bcast_c.c does not build against the installation"
   "$src/examples/run_job.sh" 3 "$tmp/bcast_c" || fail "the C example failed"
+  # And as a user starts a job: mpirun, one rank per host of the namespace fabric.
+  if command -v mpirun >/dev/null; then
+    "$src/examples/run_job.sh" --mpirun 3 "$tmp/bcast_c" || fail "the C example failed under mpirun"
+  fi
 fi
 
 # The installed tool starts from this prefix.

@@ -6,9 +6,11 @@
 # with the source (diff -r, symlinks as links); no partial file may be left.
 # Usage: stage_tree.sh IBBCAST SCENARIO [RANKS]
 #   tree       stage; rerun (every rank skips every file, mtimes unchanged);
-#              change one file's bytes (same size): only it is rewritten; --force
+#              change one file's bytes (same size): only it is rewritten; the same
+#              with its mtime put back: skipped, --checksum rewrites it; --force
 #              --no-pack (a broadcast per chunk; packed runs take fewer than files);
-#              --preserve (mtimes and modes kept on every rank), again (all skipped)
+#              a changed mode rewrites that file; --preserve keeps folder modes;
+#              mtimes and modes on every rank; again (all skipped)
 #   loss30     30 % multicast loss on every bridge port: byte-exact, repairs seen
 #   interrupt  every rank SIGKILLed mid-way through the large file: final names
 #              hold only complete files, a partial is left, the rerun sends only
@@ -126,21 +128,38 @@ case $scenario in
     all_ok 0 "$nfiles"
     find "$dest" -type f -printf '%p %T@\n' | sort >"$work/m2"
     cmp -s "$work/m1" "$work/m2" || fail "a skipped run changed mtimes"
-    # Same size, other bytes: only the digest tells, and only this file moves.
+    # Same size, other bytes: its new mtime tells, and only this file moves.
     size=$(stat -c %s "$src/d3/f3")
     head -c "$size" /dev/urandom >"$src/d3/f3"
     stage true "" "$args"
+    all_ok 1 $((nfiles - 1))
+    # Other bytes with size and mtime put back: the quick check cannot tell
+    # (as rsync's); --checksum reads every file and sends just this one.
+    touch -r "$src/d3/f3" "$work/f3.time"
+    head -c "$size" /dev/urandom >"$src/d3/f3"
+    touch -r "$work/f3.time" "$src/d3/f3"
+    stage true "" "$args"
+    [[ $rc -eq 0 ]] || fail "exit status $rc"
+    for ((r = 0; r < ranks; r++)); do
+      [[ $(col $r 2) == 0 ]] || fail "rank $r: the quick check wrote $(col $r 2) files"
+      cmp -s "$src/d3/f3" "$dest/rank$r/tree/d3/f3" && fail "rank $r: f3 changed although it was skipped"
+    done
+    stage true "" "--checksum $args"
     all_ok 1 $((nfiles - 1))
     # --no-pack: a broadcast per chunk, the same bytes everywhere.
     stage true "" "--force --no-pack $args"
     all_ok "$nfiles" 0
     [[ $(broadcasts) -gt $((nfiles - 1)) ]] || fail "--no-pack: $(broadcasts) broadcasts for $nfiles files"
     echo "broadcasts: packed $packed, --no-pack $(broadcasts)"
-    # --preserve: the staged copies' mtimes differ, so all are rewritten, with
-    # the source's mtime and mode; a second --preserve run skips all.
+    # A changed mode is a changed file; every copy has the source's mtimes
+    # and modes; --preserve gives folders their modes; again, all skipped.
     chmod 0640 "$src/d2/f2"
+    chmod 0750 "$src/d2"
     stage true "" "--preserve $args"
-    all_ok "$nfiles" 0
+    all_ok 1 $((nfiles - 1))
+    for ((r = 0; r < ranks; r++)); do
+      [[ $(stat -c %a "$dest/rank$r/tree/d2") == 750 ]] || fail "rank $r: --preserve did not keep d2's mode"
+    done
     (cd "$src" && find . -type f -printf '%P %T@ %m\n' | sort) >"$work/want"
     for ((r = 0; r < ranks; r++)); do
       (cd "$dest/rank$r/tree" && find . -type f -printf '%P %T@ %m\n' | sort) >"$work/have"
@@ -217,7 +236,18 @@ case $scenario in
     stage true "" "'$src' '$dest/shared'"
     umount "$dest/shared"
     rank0_says_once "before any data moved: ranks 0-$((ranks - 1)) failed: invalid_argument: DEST $dest/shared is not writable"
-    [[ -z $(find "$dest" -type f) ]] || fail "a file was written although a rank had no space" ;;
+    [[ -z $(find "$dest" -type f) ]] || fail "a file was written although a rank had no space"
+    [[ -z $(find "$dest"/rank{0,1,2,3} -mindepth 1) ]] ||
+      fail "folders or links were made although a rank had no space: $(find "$dest"/rank0 -mindepth 1 | head -3)"
+    # 5,000 one-byte files: 5,000 bytes, but 5,000 blocks of 4 KiB (20 MB) on
+    # a 16 MiB DEST: refused by blocks before anything is written.
+    mkdir -p "$work/many" && (cd "$work/many" && for ((i = 0; i < 5000; i++)); do printf x >"f$i"; done)
+    mount -t tmpfs -o size=16m ibbstage "$dest/rank3" || fail "cannot mount the small DEST"
+    stage true "" "'$work/many' '$dest/rank{rank}'"
+    [[ -z $(find "$dest/rank3" -mindepth 1) ]] || fail "rank 3: something was written before the space check failed"
+    umount "$dest/rank3"
+    [[ $rc -ne 0 ]] || fail "exit status 0: 5,000 blocks on a 16 MiB DEST"
+    rank0_says_once "before any data moved: rank 3 failed: no_resource: no space on $dest/rank3: 5000 bytes in 50[0-9]{2} blocks of 4096 needed" ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 echo "stage $scenario: ok ($ranks ranks, $nfiles files)"

@@ -38,6 +38,7 @@ Result<stage::StageOptions> stage_options(const Args& a, uint32_t rank) {
   o.chunk_size = static_cast<uint32_t>(*chunk);
   o.force = option(a, "force", "") == "1";
   o.preserve = option(a, "preserve", "") == "1";
+  o.checksum = option(a, "checksum", "") == "1";
   o.pack = option(a, "no-pack", "") != "1";
   o.progress = option(a, "progress", "auto");
   if (o.progress != "auto" && o.progress != "tty" && o.progress != "plain" &&

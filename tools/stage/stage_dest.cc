@@ -6,9 +6,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 namespace ibbcast::tool::stage {
 namespace {
@@ -46,25 +48,36 @@ timespec to_timespec(int64_t ns) {
 
 }  // namespace
 
-Status prepare_dest(const std::string& dest) {
-  IBBCAST_RETURN_IF_ERROR(make_parents(dest));
-  const std::string probe = dest + "/.ibbcast-probe-" + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return sys_error(Errc::kInvalidArgument, "DEST " + dest + " is not writable", errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return Status::ok();
+Result<DestSpace> check_dest(const std::string& dest) {
+  // DEST or, when it does not exist yet, the folder it would be made in:
+  // checked without writing anything.
+  std::filesystem::path up(dest);
+  struct stat st {};
+  while (::stat(up.c_str(), &st) != 0) {
+    if (errno != ENOENT || up == "." || up == up.root_path())
+      return sys_error(Errc::kInvalidArgument, "DEST " + dest + ": cannot reach " + up.string(),
+                       errno);
+    up = up.has_parent_path() && up.parent_path() != up ? up.parent_path()
+                                                        : std::filesystem::path(".");
+  }
+  const std::string at = up.string();
+  if (!S_ISDIR(st.st_mode)) {
+    return make_error(Errc::kInvalidArgument,
+                      at == dest ? "DEST " + dest + " is not a directory"
+                                 : "DEST " + dest + ": " + at + " is not a directory");
+  }
+  if (::access(at.c_str(), W_OK | X_OK) != 0)
+    return sys_error(Errc::kInvalidArgument, "DEST " + dest + " is not writable", errno);
+  struct statvfs vfs {};
+  if (::statvfs(at.c_str(), &vfs) != 0) return sys_error(Errc::kInvalidArgument, at, errno);
+  DestSpace s;
+  s.block = std::max<uint64_t>(vfs.f_bsize, 1);
+  s.free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  return s;
 }
 
-Status check_space(const std::string& dest, uint64_t needed) {
-  struct statvfs vfs {};
-  if (::statvfs(dest.c_str(), &vfs) != 0) return sys_error(Errc::kInvalidArgument, dest, errno);
-  const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-  if (avail < needed) {
-    return make_error(Errc::kNoResource, "no space on " + dest + ": " + std::to_string(needed) +
-                                             " bytes needed, " + std::to_string(avail) + " free");
-  }
-  return Status::ok();
+Status make_dest(const std::string& dest) {
+  return make_parents(dest);
 }
 
 Status make_dirs_and_links(const std::string& dest, const Manifest& m, bool preserve) {
@@ -134,12 +147,15 @@ void remove_partials_on_signals() {
     ::sigaction(sig, &sa, nullptr);
 }
 
-Result<bool> needs_file(const std::string& dest, const Entry& e, DigestKind kind, bool preserve) {
+Result<bool> needs_file(const std::string& dest, const Entry& e, DigestKind kind, bool checksum) {
   struct stat st {};
   const std::string path = dest + "/" + e.path;
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
   if (static_cast<uint64_t>(st.st_size) != e.size) return true;
-  if (preserve && ((st.st_mode & 07777) != e.mode || mtime_ns(st) != e.mtime_ns)) return true;
+  if ((st.st_mode & 07777) != e.mode) return true;
+  // A staged file has the source's mtime: unchanged size and time say
+  // unchanged, as rsync's quick check, without reading it on every rank.
+  if (!checksum) return mtime_ns(st) != e.mtime_ns;
   auto d = digest_file(path, kind);
   if (!d) return true;  // unreadable here: rewrite it (the rename replaces it)
   return *d != e.digest;
@@ -170,18 +186,17 @@ Status FileWriter::write(uint64_t offset, const void* data, std::size_t n) {
   return Status::ok();
 }
 
-Status FileWriter::finish(bool preserve) {
+Status FileWriter::finish() {
   const Entry& e = *entry_;
   if (digest_->finish() != e.digest) {
     return make_error(Errc::kCorrupt, e.path + ": whole-file digest differs from the root's");
   }
   if (::fchmod(fd_, e.mode) != 0)
     return sys_error(Errc::kInvalidArgument, "chmod " + partial_, errno);
-  if (preserve) {
-    const timespec times[2] = {to_timespec(e.mtime_ns), to_timespec(e.mtime_ns)};
-    if (::futimens(fd_, times) != 0)
-      return sys_error(Errc::kInvalidArgument, "utimes " + partial_, errno);
-  }
+  // Always the source's mtime: the next run's quick check (needs_file) reads it.
+  const timespec times[2] = {to_timespec(e.mtime_ns), to_timespec(e.mtime_ns)};
+  if (::futimens(fd_, times) != 0)
+    return sys_error(Errc::kInvalidArgument, "utimes " + partial_, errno);
   if (::fsync(fd_) != 0) return sys_error(Errc::kInvalidArgument, "fsync " + partial_, errno);
   ::close(fd_);
   fd_ = -1;

@@ -11,16 +11,24 @@
 
 namespace ibbcast::tool::stage {
 
-/// Creates DEST (and parents) and proves it writable with a probe file.
-Status prepare_dest(const std::string& dest);
-/// kNoResource when DEST's file system has fewer than `needed` bytes free.
-Status check_space(const std::string& dest, uint64_t needed);
+/// The file system DEST is (or would be made) on.
+struct DestSpace {
+  uint64_t block = 4096;  ///< what a file's size is rounded up to
+  uint64_t free = 0;      ///< bytes an unprivileged writer may still use
+};
+/// Whether DEST is a writable directory, or could be made in one, and its
+/// file system's space; writes nothing (the checks of every rank pass
+/// before any rank writes).
+Result<DestSpace> check_dest(const std::string& dest);
+/// Creates DEST and its parents.
+Status make_dest(const std::string& dest);
 /// Creates the manifest's directories and symlinks (a symlink is made under a
 /// temporary name and renamed, so it too appears whole).
 Status make_dirs_and_links(const std::string& dest, const Manifest& m, bool preserve);
 /// Whether this rank must receive a file: false when DEST holds a regular
-/// file with the same size and digest (and mode and mtime with `preserve`).
-Result<bool> needs_file(const std::string& dest, const Entry& e, DigestKind kind, bool preserve);
+/// file with the same size, mode and mtime (staged files get the source's),
+/// or with `checksum` the same size, mode and digest (reads the file).
+Result<bool> needs_file(const std::string& dest, const Entry& e, DigestKind kind, bool checksum);
 /// DEST/dir/.name.ibbcast-partial
 std::string partial_path(const std::string& dest, const std::string& rel);
 /// Removes a partial left by an interrupted run (no error if there is none).
@@ -42,8 +50,9 @@ class FileWriter {
   Status open(const Entry& e);
   /// Chunks come in order: the digest is computed as they are written.
   Status write(uint64_t offset, const void* data, std::size_t n);
-  /// Verifies the whole-file digest, sets mode (and times), fsyncs, renames.
-  Status finish(bool preserve);
+  /// Verifies the whole-file digest, sets the source's mode and mtime,
+  /// fsyncs, renames.
+  Status finish();
   /// Closes and removes the partial, if one is open.
   void discard();
   bool is_open() const { return fd_ >= 0; }

@@ -142,7 +142,7 @@ void write_chunks(const TransferPlan& p, const Schedule& sched, Queue& write_q, 
         Status st = pc.index == 0 ? w.open(e) : Status::ok();
         if (st) st = w.write(pc.offset, data, pc.length);
         if (st && pc.index + 1 == chunk_count(e.size, p.chunk_size)) {
-          st = w.finish(p.preserve);
+          st = w.finish();
           if (st) {
             ++res.files_written;
             res.bytes_written += e.size;

@@ -43,7 +43,6 @@ struct TransferPlan {
   std::vector<bool> mine;                             ///< per entry: this rank writes it
   std::string dest;
   uint32_t chunk_size = 0;
-  bool preserve = false;
   bool pack = true;  ///< small files share broadcasts (tools/stage/stage_schedule.h)
   TestFault fault;
 };

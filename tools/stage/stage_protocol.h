@@ -17,14 +17,16 @@
 //     whole file; the kind is in the manifest). decode_manifest validates
 //     every field: a path is relative, non-empty and has no "." or ".."
 //     component, so a manifest cannot write outside DEST.
-//  3. Agreement (one bootstrap allgather): every rank creates DEST, checks it
-//     is writable, decides per file whether it needs it (skip when DEST
-//     already holds a regular file with the same size and digest — and, with
-//     --preserve, mode and mtime — unless --force), sums the bytes it needs
-//     and compares them with statvfs. Each rank contributes a fixed status
+//  3. Agreement (one bootstrap allgather): every rank checks, writing
+//     nothing, that DEST is a writable folder or can be made in one, decides
+//     per file whether it needs it (skip when DEST already holds a regular
+//     file with the same size, mode and mtime — with --checksum the same
+//     size, mode and digest — unless --force), sums the blocks it needs and
+//     compares them with statvfs. Each rank contributes a fixed status
 //     record plus a bitmap of needed files. Any failed rank ends the run on
-//     every rank (named, with its reason) before data moves; otherwise a file
-//     is sent when any rank needs it, so the schedule is the same everywhere.
+//     every rank (named, with its reason) before data moves; otherwise every
+//     rank makes DEST, its folders and links, and a file is sent when any
+//     rank needs it, so the schedule is the same everywhere.
 //  4. Data: every sent file is cut into ceil(size / chunk) pieces (one for
 //     an empty file), each a ChunkHeader followed by its bytes; consecutive
 //     pieces share a broadcast while they fit in one chunk
@@ -39,8 +41,8 @@
 //     if any failed; rank 0 prints the summary table.
 //
 // Files are written to DEST/dir/.name.ibbcast-partial, verified (every chunk's
-// CRC32C, then the whole-file digest), fsynced, given their mode (and times
-// with --preserve), and renamed into place: a final name only ever holds a
+// CRC32C, then the whole-file digest), fsynced, given the source's mode and
+// mtime, and renamed into place: a final name only ever holds a
 // complete, verified file. On an error the partial is removed. A run killed
 // mid-transfer may leave partials; the next run removes them and, since
 // completed files are unchanged, sends only what is missing (resume is
@@ -119,7 +121,8 @@ bool safe_relative_path(const std::string& p);
 struct Start {
   bool force = false;
   bool preserve = false;
-  bool pack = true;  ///< small files share broadcasts (wire: flag 4 = not packed)
+  bool pack = true;       ///< small files share broadcasts (wire: flag 4 = not packed)
+  bool checksum = false;  ///< unchanged by content, not size and mtime (wire: flag 8)
   uint32_t chunk_size = 0;
   uint64_t manifest_len = 0;
   uint32_t entries = 0;     ///< manifest entries (sizes the agreement's bitmap)

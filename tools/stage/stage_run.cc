@@ -27,6 +27,7 @@ Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree,
     start.chunk_size = opt.chunk_size;
     start.force = opt.force;
     start.preserve = opt.preserve;
+    start.checksum = opt.checksum;
     start.pack = opt.pack;
     if (walked) {
       tree = std::move(*walked);
@@ -65,21 +66,39 @@ Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree,
 }
 
 // Step 3 on this rank: DEST usable, which files it needs, enough space.
-Status local_plan(const StageOptions& opt, const Manifest& m, bool force, bool preserve,
+// Nothing is written here: a rank creates its folders and links only once
+// every rank's checks passed.
+Status local_plan(const StageOptions& opt, const Manifest& m, const Start& start,
                   std::vector<bool>& need, uint64_t& bytes) {
-  IBBCAST_RETURN_IF_ERROR(prepare_dest(opt.dest));
-  IBBCAST_RETURN_IF_ERROR(make_dirs_and_links(opt.dest, m, preserve));
+  auto space = check_dest(opt.dest);
+  if (!space) return space.status();
   need.assign(m.entries.size(), false);
   bytes = 0;
+  // What the file system will take: whole blocks per file, a block per folder.
+  uint64_t taken = 0;
+  const auto blocks = [&space](uint64_t n) {
+    return (n + space->block - 1) / space->block * space->block;
+  };
   for (std::size_t i = 0; i < m.entries.size(); ++i) {
     const Entry& e = m.entries[i];
+    if (e.kind == EntryKind::kDir) taken += space->block;
     if (e.kind != EntryKind::kFile) continue;
-    auto n = force ? Result<bool>(true) : needs_file(opt.dest, e, m.digest_kind, preserve);
+    auto n =
+        start.force ? Result<bool>(true) : needs_file(opt.dest, e, m.digest_kind, start.checksum);
     if (!n) return n.status();
     need[i] = *n;
-    if (*n) bytes += e.size;
+    if (*n) {
+      bytes += e.size;
+      taken += blocks(e.size);
+    }
   }
-  return check_space(opt.dest, bytes);
+  if (taken > space->free) {
+    return make_error(Errc::kNoResource, "no space on " + opt.dest + ": " + std::to_string(bytes) +
+                                             " bytes in " + std::to_string(taken / space->block) +
+                                             " blocks of " + std::to_string(space->block) +
+                                             " needed, " + std::to_string(space->free) + " free");
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -102,7 +121,7 @@ StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   const Manifest& m = tree.manifest;
   RankRecord mine;
   std::vector<bool> need;
-  if (local) local = local_plan(opt, m, start.force, start.preserve, need, mine.bytes_needed);
+  if (local) local = local_plan(opt, m, start, need, mine.bytes_needed);
   mine.set_status(local);
   std::vector<uint8_t> bits((start.entries + 7) / 8, 0);
   for (std::size_t i = 0; i < need.size(); ++i)
@@ -117,12 +136,16 @@ StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
     return {1, false};
   }
   if (report_failures("before any data moved", all, me == 0) > 0) return {1, true};
+  // Every rank's checks passed: now DEST, its folders and links. A rank that
+  // cannot make them still relays every broadcast and fails at the verdict.
+  Status made = make_dest(opt.dest);
+  if (made) made = make_dirs_and_links(opt.dest, m, start.preserve);
+  if (!made) std::fill(need.begin(), need.end(), false);
   TransferPlan plan;
   plan.manifest = &m;
   plan.sources = &tree.source_paths;
   plan.dest = opt.dest;
   plan.chunk_size = start.chunk_size;
-  plan.preserve = start.preserve;
   plan.pack = start.pack;
   plan.fault = opt.fault;
   plan.mine = need;
@@ -144,7 +167,7 @@ StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   Progress progress(me == 0 ? opt.progress : "none", send_bytes);
   TransferResult res = transfer(group, plan, [&progress](uint64_t b) { progress.update(b); });
   if (!plan.files.empty()) progress.done(res.bytes_broadcast);
-  mine.set_status(res.status);
+  mine.set_status(made ? res.status : made);
   mine.files_written = res.files_written;
   mine.bytes_written = res.bytes_written;
   mine.seconds = seconds_since(t0);

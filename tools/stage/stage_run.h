@@ -14,7 +14,7 @@ struct StageOptions {
   std::vector<std::string> sources;  ///< read on the root only
   std::string dest;                  ///< this rank's DEST ({rank} already replaced)
   uint32_t chunk_size = 512u << 10;
-  bool force = false, preserve = false;
+  bool force = false, preserve = false, checksum = false;
   bool pack = true;  ///< the root's choice travels in the start block
   std::string progress = "auto";
   std::string transport = "udp";  ///< for the summary: the fabric the group runs on
