@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # srun on a Slurm cluster of namespace nodes (tests/support/slurm_cluster.sh):
-# `ibbcast run` with two ranks per node (PMIx), and the MPI adapter preloaded
+# `ibbcast run` with two ranks per node (PMIx), `bench` and `stage` (into each
+# node's own /tmp), and the MPI adapter preloaded
 # into an unmodified Open MPI program (--mpi=pmix) and an MPICH one
 # (--mpi=pmi2), one rank per node. Every rank checks every byte; the MPI
 # programs also check, through the adapter's statistics, that ibbcast with
@@ -32,15 +33,36 @@ echo "$out" | tail -4
 grep -q '^PASS: every rank holds' <<<"$out" || fail "ibbcast run under srun: $(tail -3 <<<"$out")"
 grep -Eq '^ +5 two_stage +on ' <<<"$out" || fail "ibbcast run: rank 5 did not run two_stage with multicast on"
 
+# bench: one CSV row per algorithm and size, from rank 0 (a header, then rows).
+out=$(srun -N"$nodes" --mpi=pmix --export=ALL,UCX_TLS=tcp "$bin" bench --udp-interface eth0 \
+  --max-only --algorithms two_stage,linear --sizes 1k,64k --iterations 3)
+grep -E '^(two_stage|linear),' <<<"$out"
+rows=$(grep -cE '^(two_stage|linear),(1024|65536),3,0,max_over_ranks,' <<<"$out")
+[[ $rows -eq 4 ]] || fail "ibbcast bench under srun: $rows of 4 rows: $(tail -5 <<<"$out")"
+
+# stage: a tree from rank 0's node into every node's own /tmp (per node, as
+# on a cluster), then every node's copy compared with the source.
+src=/var/tmp/ibbslurm-$prefix-src
+rm -rf "$src" && mkdir -p "$src/d" && head -c 3000000 /dev/urandom >"$src/big" &&
+  for i in 1 2 3; do echo "file $i" >"$src/d/f$i"; done && ln -s d/f1 "$src/link"
+out=$(srun -N"$nodes" --mpi=pmix --export=ALL,UCX_TLS=tcp bash -c "
+  '$bin' stage --progress none --udp-interface eth0 '$src' /tmp/staged && diff -r --no-dereference '$src' /tmp/staged/${src##*/} && echo \"\$(hostname): same\"")
+rm -rf "$src"
+grep -E '^h[0-9]+: same$|^PASS' <<<"$out"
+n=$(grep -cE '^h[0-9]+: same$' <<<"$out")
+[[ $n -eq $nodes ]] || fail "ibbcast stage under srun: $n of $nodes nodes hold the tree: $(tail -5 <<<"$out")"
+
 # The adapter's checks need the MPI to carry its own traffic between nodes:
 # Open MPI over UCX (on a cluster's InfiniBand its default; here TCP).
 common=IBBCAST_UDP_INTERFACE=eth0,EXPECT_IBBCAST=1,EXPECT_MULTICAST=1
 out=$(srun -N"$nodes" --mpi=pmix \
   --export=ALL,LD_PRELOAD="$ompi_lib",$common,OMPI_MCA_pml=ucx,OMPI_MCA_osc=ucx,OMPI_MCA_pml_ucx_tls=any,OMPI_MCA_pml_ucx_devices=any,UCX_TLS=tcp \
   "$ompi_check")
+grep 'checks, 0 failed here' <<<"$out"
 n=$(grep -c 'checks, 0 failed here, 0 failed on all ranks' <<<"$out")
 [[ $n -eq $nodes ]] || fail "Open MPI under srun --mpi=pmix: $n of $nodes ranks passed: $(tail -5 <<<"$out")"
 out=$(srun -N"$nodes" --mpi=pmi2 --export=ALL,LD_PRELOAD="$mpich_lib",$common "$mpich_check")
+grep 'checks, 0 failed here' <<<"$out"
 n=$(grep -c 'checks, 0 failed here, 0 failed on all ranks' <<<"$out")
 [[ $n -eq $nodes ]] || fail "MPICH under srun --mpi=pmi2: $n of $nodes ranks passed: $(tail -5 <<<"$out")"
 
@@ -49,5 +71,5 @@ trap - EXIT
 ip netns list | grep -q "^$prefix-" && fail "namespaces of $prefix left"
 [[ ! -e /var/tmp/ibbslurm-$prefix ]] || fail "/var/tmp/ibbslurm-$prefix left"
 pgrep -f "ibbslurm-$prefix" >/dev/null && fail "a daemon of $prefix still runs: $(pgrep -af "ibbslurm-$prefix")"
-((fails == 0)) && echo "PASS: ibbcast run, Open MPI and MPICH under srun on $nodes namespace nodes"
+((fails == 0)) && echo "PASS: ibbcast run, bench and stage, Open MPI and MPICH under srun on $nodes namespace nodes"
 exit $((fails > 0))
