@@ -16,7 +16,9 @@
 #              hold only complete files, a partial is left, the rerun sends only
 #              the large one (so every small file was complete) and clears the partials
 #   corrupt    one byte of a chunk flipped as rank 2 received it: checksum error
-#              on rank 2, exit status 1 on every rank, nothing wrong under a final name
+#              on rank 2, exit status 1 on every rank, nothing wrong under a final name;
+#              the large file changed on the root mid-run: named once, the rest staged,
+#              the rerun sends just it
 #   kill       rank 2 SIGKILLed mid-transfer: every survivor exits 1 with a reason
 #   badinput   a missing source, then a FIFO in the tree: the root's error on every
 #              rank; then one DEST without space and one read-only: both ranks named
@@ -200,7 +202,15 @@ case $scenario in
     rank0_says_once 'transfer: rank 2 failed: corrupt: checksum error in tree/zz_big.bin'
     only_complete 2
     [[ -z $(find "$dest/rank2" -name '*.ibbcast-partial') ]] || fail "rank 2: the partial was left"
-    for r in 0 1 3; do same $r; done ;;
+    for r in 0 1 3; do same $r; done
+    # The large file written on the root while it is sent: named once for
+    # every rank, not staged, every other file is; the rerun sends just it.
+    stage true "" "--force --test-fault touch:0:$((big_first + 10)) $args"
+    [[ $rc -ne 0 ]] || fail "exit status 0 with a source changed during the run"
+    rank0_says_once "transfer: ranks 0-$((ranks - 1)) failed: invalid_argument: source tree/zz_big.bin changed, shrank or vanished on the root during the run"
+    lines 0 stdout | grep -qE "^ +[0-9]+ +$((nfiles - 1)) +0 " || fail "the other $((nfiles - 1)) files were not all written: $(lines 0 stdout | head -4)"
+    stage true "" "$args"
+    all_ok 1 $((nfiles - 1)) ;;
   kill)
     stage true "--enable-recovery" "--test-fault kill:2:$((big_first + 10)) $args"
     # mpirun --enable-recovery exits 0 whatever its ranks return: each survivor's

@@ -189,7 +189,9 @@ Status FileWriter::write(uint64_t offset, const void* data, std::size_t n) {
 Status FileWriter::finish() {
   const Entry& e = *entry_;
   if (digest_->finish() != e.digest) {
-    return make_error(Errc::kCorrupt, e.path + ": whole-file digest differs from the root's");
+    return make_error(Errc::kCorrupt, e.path +
+                                          ": whole-file digest differs from the root's (did the "
+                                          "source change on the root during the run?)");
   }
   if (::fchmod(fd_, e.mode) != 0)
     return sys_error(Errc::kInvalidArgument, "chmod " + partial_, errno);

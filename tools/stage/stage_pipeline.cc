@@ -1,6 +1,7 @@
 #include "tools/stage/stage_pipeline.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,6 +62,13 @@ class Queue {
   bool closed_ = false;
 };
 
+bool unchanged_since_walk(int fd, const Entry& e) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return false;
+  const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return static_cast<uint64_t>(st.st_size) == e.size && mtime == e.mtime_ns;
+}
+
 // Root: fills each batch's buffer from the sources, one file open at a time.
 void read_chunks(const TransferPlan& p, const Schedule& sched, Queue& free_q, Queue& full_q) {
   int fd = -1;
@@ -77,6 +85,8 @@ void read_chunks(const TransferPlan& p, const Schedule& sched, Queue& free_q, Qu
         fd = ::open((*p.sources)[pc.file].c_str(), O_RDONLY | O_CLOEXEC);
         open_file = pc.file;
       }
+      if (p.fault.kind == TestFault::Kind::kTouch && p.fault.chunk == i)
+        (void)::utimensat(AT_FDCWD, (*p.sources)[pc.file].c_str(), nullptr, 0);
       std::byte* data = at + kChunkHeaderSize;
       std::size_t got = 0;
       while (fd >= 0 && got < pc.length) {
@@ -87,8 +97,12 @@ void read_chunks(const TransferPlan& p, const Schedule& sched, Queue& free_q, Qu
         got += static_cast<std::size_t>(n);
       }
       ChunkHeader h{0, pc.file, pc.index, pc.offset, pc.length, 0};
-      // A file that shrank or vanished since the walk: every rank drops it.
-      if (got != pc.length) h.flags = kChunkFlagAbort;
+      // A file that vanished, shrank or was written since the walk (its
+      // digest in the manifest is stale): every rank drops it, names it and
+      // goes on with the rest. Checked after every read, so a change while
+      // the file is read still reaches its last chunk.
+      if (got != pc.length || !unchanged_since_walk(fd, p.manifest->entries[pc.file]))
+        h.flags = kChunkFlagAbort;
       h.crc32c = crc32c(data, pc.length);
       encode_chunk_header(h, std::span<std::byte, kChunkHeaderSize>(at, kChunkHeaderSize));
       at = data + pc.length;
@@ -133,9 +147,10 @@ void write_chunks(const TransferPlan& p, const Schedule& sched, Queue& write_q, 
         fail(pc.file,
              make_error(Errc::kCorrupt, where + ": chunk header does not match the schedule"));
       } else if ((h->flags & kChunkFlagAbort) != 0) {
-        fail(pc.file,
-             make_error(Errc::kInvalidArgument, "the root could not read " + e.path +
-                                                    " (changed or removed during the run)"));
+        fail(pc.file, make_error(Errc::kInvalidArgument,
+                                 "source " + e.path +
+                                     " changed, shrank or vanished on the root during the run: not "
+                                     "staged (the rest was; rerun to stage it)"));
       } else if (crc32c(data, pc.length) != h->crc32c) {
         fail(pc.file, make_error(Errc::kCorrupt, "checksum error in " + where + " (chunk CRC32C)"));
       } else {
@@ -173,6 +188,8 @@ Result<TestFault> parse_test_fault(const std::string& spec) {
     f.kind = TestFault::Kind::kKill;
   else if (kind == "term")
     f.kind = TestFault::Kind::kTerm;
+  else if (kind == "touch")
+    f.kind = TestFault::Kind::kTouch;
   else
     return make_error(Errc::kInvalidArgument, "bad --test-fault kind '" + kind + "'");
   if (rank != "all") {

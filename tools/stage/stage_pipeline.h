@@ -29,8 +29,10 @@ namespace ibbcast::tool::stage {
 /// crashed node or a killed job.
 struct TestFault {
   /// kKill: SIGKILL (nothing can clean up); kTerm: SIGTERM, as mpirun sends
-  /// on Ctrl-C (the partial being written is removed).
-  enum class Kind { kNone, kCorrupt, kKill, kTerm } kind = Kind::kNone;
+  /// on Ctrl-C (the partial being written is removed); kTouch: the root
+  /// sets the source file's mtime to now as it reads that chunk (a source
+  /// changed during the run).
+  enum class Kind { kNone, kCorrupt, kKill, kTerm, kTouch } kind = Kind::kNone;
   int64_t rank = -1;  ///< -1: every rank
   uint64_t chunk = 0;
 };
