@@ -198,7 +198,7 @@ bool valid_start(const Start& s) {
 
 bool same_start(const Start& a, const Start& b) {
   return a.force == b.force && a.preserve == b.preserve && a.pack == b.pack &&
-         a.checksum == b.checksum && a.chunk_size == b.chunk_size &&
+         a.checksum == b.checksum && a.dry_run == b.dry_run && a.chunk_size == b.chunk_size &&
          a.manifest_len == b.manifest_len && a.entries == b.entries &&
          a.error_code == b.error_code && a.message == b.message;
 }
@@ -239,6 +239,7 @@ void built(fuzz::Input& in) {
   if (sflags & 32) s.message = text(in);
   s.pack = (sflags & 64) == 0;
   s.checksum = (sflags & 128) != 0;
+  s.dry_run = (in.take<uint8_t>() & 1) != 0;
   std::array<std::byte, kStartSize> block{};
   encode_start(s, block);
   check_start(block);

@@ -10,7 +10,8 @@
 #              with its mtime put back: skipped, --checksum rewrites it; --force
 #              --no-pack (a broadcast per chunk; packed runs take fewer than files);
 #              a changed mode rewrites that file; --preserve keeps folder modes;
-#              mtimes and modes on every rank; again (all skipped)
+#              mtimes and modes on every rank; again (all skipped); --dry-run writes
+#              nothing; --quiet says nothing; --exclude by name and by path
 #   loss30     30 % multicast loss on every bridge port: byte-exact, repairs seen
 #   interrupt  every rank SIGKILLed mid-way through the large file: final names
 #              hold only complete files, a partial is left, the rerun sends only
@@ -20,8 +21,8 @@
 #              the large file changed on the root mid-run: named once, the rest staged,
 #              the rerun sends just it
 #   kill       rank 2 SIGKILLed mid-transfer: every survivor exits 1 with a reason
-#   badinput   a missing source, then a FIFO in the tree: the root's error on every
-#              rank; then one DEST without space and one read-only: both ranks named
+#   badinput   a missing source: the root's error; a FIFO in the tree: skipped with
+#              a warning, as SRC: an error; then one DEST without space and one read-only: both ranks named
 #              on every rank, before any file is written
 # SMALL (250) and BIG_MIB (64) set the tree's size.
 set -uo pipefail
@@ -168,7 +169,27 @@ case $scenario in
       cmp -s "$work/want" "$work/have" || fail "rank $r: --preserve did not keep mtimes and modes"
     done
     stage true "" "--preserve $args"
-    all_ok 0 "$nfiles" ;;
+    all_ok 0 "$nfiles"
+    # --dry-run: every rank checked, what would go said, nothing written.
+    find "$dest" -printf '%p %T@ %m\n' | sort >"$work/before"
+    stage true "" "--dry-run --force $args"
+    [[ $rc -eq 0 ]] || fail "--dry-run: exit status $rc"
+    lines 0 stdout | grep -q "dry run, nothing written: $nfiles of $nfiles files" ||
+      fail "--dry-run did not say what would be sent: $(lines 0 stdout | head -2)"
+    find "$dest" -printf '%p %T@ %m\n' | sort >"$work/after"
+    cmp -s "$work/before" "$work/after" || fail "--dry-run changed DEST"
+    # --quiet: nothing on rank 0's stdout or stderr when all goes well.
+    stage true "" "--quiet $args"
+    [[ $rc -eq 0 && -z $(lines 0 stdout) && -z $(lines 0 stderr) ]] ||
+      fail "--quiet: exit $rc, said: $(lines 0 stdout | head -2) $(lines 0 stderr | head -2)"
+    # --exclude by name and by path below DEST.
+    stage true "" "--exclude 'zz_*,tree/d2' '$src' '$dest/ex{rank}'"
+    [[ $rc -eq 0 ]] || fail "--exclude: exit status $rc"
+    for ((r = 0; r < ranks; r++)); do
+      [[ ! -e $dest/ex$r/tree/zz_big.bin && ! -e $dest/ex$r/tree/d2 ]] || fail "rank $r: an excluded entry was staged"
+      diff -r --no-dereference --exclude='zz_*' --exclude=d2 "$src" "$dest/ex$r/tree" >/dev/null ||
+        fail "rank $r: what was not excluded differs from the source"
+    done ;;
   loss30)
     stage '"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30' "" "$args"
     all_ok "$nfiles" 0
@@ -225,11 +246,18 @@ case $scenario in
     [[ $rc -ne 0 ]] || fail "exit status 0 with a missing source"
     rank0_says_once "root: source $work/src/nothing: No such file or directory"
     [[ ! -e $dest ]] || fail "DEST was created although nothing could be staged"
+    # A FIFO inside the tree is skipped with a warning (as rsync does); named
+    # as a SRC itself it is an error.
     mkfifo "$src/d1/pipe"
     stage true "" "$args"
-    [[ $rc -ne 0 ]] || fail "exit status 0 with a FIFO in the source"
+    [[ $rc -eq 0 ]] || fail "exit status $rc with a FIFO inside the tree"
+    [[ $(grep -c "skipped source tree/d1/pipe: a FIFO" "$out") -eq 1 ]] || fail "the FIFO was not reported once as skipped"
+    [[ -z $(find "$dest" -name pipe) ]] || fail "the FIFO reached a DEST"
+    stage true "" "'$src/d1/pipe' '$dest/rank{rank}'"
+    [[ $rc -ne 0 ]] || fail "exit status 0 with a FIFO as SRC"
     rank0_says_once "root: source $src/d1/pipe: is a socket, FIFO or device"
     rm "$src/d1/pipe"
+    rm -rf "$dest"/rank*/tree
     # Rank 3's DEST has 16 MiB of room, rank 2's is read-only: both found by
     # the agreement, before a byte is written anywhere.
     mkdir -p "$dest"/rank{0,1,2,3}

@@ -4,6 +4,7 @@
 // (PMIx bootstrap) or with IBBCAST_BOOTSTRAP_ROOT/_RANK/_SIZE (TCP). Frames are
 // authenticated by default (issue 9); --no-auth turns that off.
 #include <cstdio>
+#include <sstream>
 
 #include "core/protocol/units.h"
 #include "core/runtime/env.h"
@@ -39,6 +40,11 @@ Result<stage::StageOptions> stage_options(const Args& a, uint32_t rank) {
   o.force = option(a, "force", "") == "1";
   o.preserve = option(a, "preserve", "") == "1";
   o.checksum = option(a, "checksum", "") == "1";
+  o.dry_run = option(a, "dry-run", "") == "1";
+  o.quiet = option(a, "quiet", "") == "1";
+  std::istringstream globs(option(a, "exclude", ""));
+  for (std::string g; std::getline(globs, g, ',');)
+    if (!g.empty()) o.exclude.push_back(g);
   o.pack = option(a, "no-pack", "") != "1";
   o.progress = option(a, "progress", "auto");
   if (o.progress != "auto" && o.progress != "tty" && o.progress != "plain" &&

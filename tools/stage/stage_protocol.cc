@@ -166,7 +166,8 @@ void encode_start(const Start& s, std::span<std::byte, kStartSize> out) {
   const std::size_t n = std::min(s.message.size(), kStartMessageSize);
   w.put(kStartMagic, 4);
   w.put(kVersion, 2);
-  w.put((s.force ? 1u : 0u) | (s.preserve ? 2u : 0u) | (s.pack ? 0u : 4u) | (s.checksum ? 8u : 0u),
+  w.put((s.force ? 1u : 0u) | (s.preserve ? 2u : 0u) | (s.pack ? 0u : 4u) | (s.checksum ? 8u : 0u) |
+            (s.dry_run ? 16u : 0u),
         2);
   w.put(s.chunk_size, 4);
   w.put(s.error_code, 4);
@@ -185,11 +186,12 @@ Result<Start> decode_start(std::span<const std::byte> in) {
   if (r.get(2) != kVersion) return corrupt("start block: unknown version");
   Start s;
   const uint64_t flags = r.get(2);
-  if ((flags & ~15u) != 0) return corrupt("start block: unknown flags");
+  if ((flags & ~31u) != 0) return corrupt("start block: unknown flags");
   s.force = (flags & 1) != 0;
   s.preserve = (flags & 2) != 0;
   s.pack = (flags & 4) == 0;
   s.checksum = (flags & 8) != 0;
+  s.dry_run = (flags & 16) != 0;
   s.chunk_size = static_cast<uint32_t>(r.get(4));
   s.error_code = static_cast<uint32_t>(r.get(4));
   s.manifest_len = r.get(8);

@@ -123,6 +123,7 @@ struct Start {
   bool preserve = false;
   bool pack = true;       ///< small files share broadcasts (wire: flag 4 = not packed)
   bool checksum = false;  ///< unchanged by content, not size and mtime (wire: flag 8)
+  bool dry_run = false;   ///< stop after the agreement, nothing written (wire: flag 16)
   uint32_t chunk_size = 0;
   uint64_t manifest_len = 0;
   uint32_t entries = 0;     ///< manifest entries (sizes the agreement's bitmap)

@@ -23,14 +23,17 @@ Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree,
                         Status& local) {
   std::vector<std::byte> block(kStartSize), bytes;
   if (group.rank() == 0) {
-    auto walked = walk_sources(opt.sources, build_digest_kind());
+    auto walked = walk_sources(opt.sources, build_digest_kind(), WalkOptions{opt.exclude});
     start.chunk_size = opt.chunk_size;
+    start.dry_run = opt.dry_run;
     start.force = opt.force;
     start.preserve = opt.preserve;
     start.checksum = opt.checksum;
     start.pack = opt.pack;
     if (walked) {
       tree = std::move(*walked);
+      for (const std::string& s : tree.skipped)
+        if (!opt.quiet) std::fprintf(stderr, "ibbcast stage: skipped source %s\n", s.c_str());
       bytes = encode_manifest(tree.manifest);
       start.manifest_len = bytes.size();
       start.entries = static_cast<uint32_t>(tree.manifest.entries.size());
@@ -101,6 +104,37 @@ Status local_plan(const StageOptions& opt, const Manifest& m, const Start& start
   return Status::ok();
 }
 
+// --dry-run: what each rank would write, from the agreement alone.
+void print_dry_run(const Manifest& m, const std::vector<RankRecord>& all,
+                   const std::vector<std::vector<uint8_t>>& bits) {
+  uint64_t files = 0, sent = 0, sent_bytes = 0;
+  for (std::size_t i = 0; i < m.entries.size(); ++i) {
+    if (m.entries[i].kind != EntryKind::kFile) continue;
+    ++files;
+    bool any = false;
+    for (const auto& b : bits)
+      any = any || (b[i / 8] >> (i % 8) & 1) != 0;
+    if (any) {
+      ++sent;
+      sent_bytes += m.entries[i].size;
+    }
+  }
+  std::printf(
+      "ibbcast stage: dry run, nothing written: %llu of %llu files (%llu bytes) would be sent\n",
+      static_cast<unsigned long long>(sent), static_cast<unsigned long long>(files),
+      static_cast<unsigned long long>(sent_bytes));
+  std::printf("%4s %12s %12s %14s\n", "rank", "would_write", "would_skip", "bytes");
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    uint64_t write = 0;
+    for (std::size_t i = 0; i < m.entries.size(); ++i)
+      write += m.entries[i].kind == EntryKind::kFile && (bits[r][i / 8] >> (i % 8) & 1) != 0;
+    std::printf("%4zu %12llu %12llu %14llu\n", r, static_cast<unsigned long long>(write),
+                static_cast<unsigned long long>(files - write),
+                static_cast<unsigned long long>(all[r].bytes_needed));
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
@@ -136,6 +170,10 @@ StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
     return {1, false};
   }
   if (report_failures("before any data moved", all, me == 0) > 0) return {1, true};
+  if (start.dry_run) {
+    if (me == 0) print_dry_run(m, all, all_bits);
+    return {0, false};
+  }
   // Every rank's checks passed: now DEST, its folders and links. A rank that
   // cannot make them still relays every broadcast and fails at the verdict.
   Status made = make_dest(opt.dest);
@@ -164,7 +202,7 @@ StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
       remove_partial(opt.dest, m.entries[i].path);  // left by an interrupted run
     }
   }
-  Progress progress(me == 0 ? opt.progress : "none", send_bytes);
+  Progress progress(me == 0 && !opt.quiet ? opt.progress : "none", send_bytes);
   TransferResult res = transfer(group, plan, [&progress](uint64_t b) { progress.update(b); });
   if (!plan.files.empty()) progress.done(res.bytes_broadcast);
   mine.set_status(made ? res.status : made);
@@ -187,7 +225,7 @@ StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   uint64_t nfiles = 0;
   for (const Entry& e : m.entries)
     nfiles += e.kind == EntryKind::kFile ? 1 : 0;
-  if (me == 0) {
+  if (me == 0 && !opt.quiet) {
     // Every broadcast of this run (the start block and manifest included),
     // by the algorithm it ran: below crossover_nodes that is linear.
     std::string how = "transport " + opt.transport + ", multicast " +

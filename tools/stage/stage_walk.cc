@@ -1,6 +1,7 @@
 #include "tools/stage/stage_walk.h"
 
 #include <dirent.h>
+#include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,11 +25,13 @@ int64_t mtime_ns(const struct stat& st) {
 
 class Walker {
  public:
-  Walker(SourceTree& tree, DigestKind kind) : tree_(tree), kind_(kind) {}
+  Walker(SourceTree& tree, DigestKind kind, const WalkOptions& options)
+      : tree_(tree), kind_(kind), options_(options) {}
 
-  Status add(const std::string& src, const std::string& rel) {
+  Status add(const std::string& src, const std::string& rel, bool top) {
     struct stat st {};
     if (::lstat(src.c_str(), &st) != 0) return bad(src, std::strerror(errno));
+    if (!top && excluded(rel)) return Status::ok();
     Entry e;
     e.path = rel;
     e.mode = st.st_mode & 07777;
@@ -56,8 +59,16 @@ class Walker {
       return Status::ok();
     }
     if (!S_ISDIR(st.st_mode)) {
-      return bad(src,
-                 "is a socket, FIFO or device; only files, directories and symlinks are staged");
+      if (top) {
+        return bad(src,
+                   "is a socket, FIFO or device; only files, directories and symlinks are staged");
+      }
+      const char* what = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "a device";
+      tree_.skipped.push_back(rel + ": " + what +
+                              " (only files, directories and symlinks are staged)");
+      return Status::ok();
     }
     e.kind = EntryKind::kDir;
     push(std::move(e), "");
@@ -72,12 +83,23 @@ class Walker {
     // Sorted, so that two runs over one tree send the same manifest.
     std::sort(names.begin(), names.end());
     for (const auto& n : names) {
-      IBBCAST_RETURN_IF_ERROR(add(src + "/" + n, rel + "/" + n));
+      IBBCAST_RETURN_IF_ERROR(add(src + "/" + n, rel + "/" + n, false));
     }
     return Status::ok();
   }
 
  private:
+  bool excluded(const std::string& rel) const {
+    const std::size_t slash = rel.rfind('/');
+    const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    for (const std::string& pattern : options_.exclude) {
+      if (::fnmatch(pattern.c_str(), name.c_str(), 0) == 0 ||
+          ::fnmatch(pattern.c_str(), rel.c_str(), FNM_PATHNAME) == 0)
+        return true;
+    }
+    return false;
+  }
+
   void push(Entry e, const std::string& src) {
     tree_.manifest.entries.push_back(std::move(e));
     tree_.source_paths.push_back(src);
@@ -85,14 +107,16 @@ class Walker {
 
   SourceTree& tree_;
   DigestKind kind_;
+  const WalkOptions& options_;
 };
 
 }  // namespace
 
-Result<SourceTree> walk_sources(const std::vector<std::string>& sources, DigestKind kind) {
+Result<SourceTree> walk_sources(const std::vector<std::string>& sources, DigestKind kind,
+                                const WalkOptions& options) {
   SourceTree tree;
   tree.manifest.digest_kind = kind;
-  Walker w(tree, kind);
+  Walker w(tree, kind, options);
   std::set<std::string> tops;
   for (std::string src : sources) {
     while (src.size() > 1 && src.back() == '/')
@@ -101,7 +125,7 @@ Result<SourceTree> walk_sources(const std::vector<std::string>& sources, DigestK
     const std::string base = slash == std::string::npos ? src : src.substr(slash + 1);
     if (!safe_relative_path(base)) return bad(src, "has no usable last component");
     if (!tops.insert(base).second) return bad(src, "a second source named '" + base + "'");
-    IBBCAST_RETURN_IF_ERROR(w.add(src, base));
+    IBBCAST_RETURN_IF_ERROR(w.add(src, base, true));
   }
   if (tree.manifest.entries.size() >= kMaxEntries) {
     return make_error(Errc::kInvalidArgument, "too many entries in the sources");
