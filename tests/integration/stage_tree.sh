@@ -277,6 +277,12 @@ case $scenario in
     [[ -z $(find "$dest" -type f) ]] || fail "a file was written although a rank had no space"
     [[ -z $(find "$dest"/rank{0,1,2,3} -mindepth 1) ]] ||
       fail "folders or links were made although a rank had no space: $(find "$dest"/rank0 -mindepth 1 | head -3)"
+    # One DEST path for every rank on one file system: they would race on
+    # every file. Refused up front, nothing made.
+    stage true "" "'$src' '$dest/same'"
+    [[ $rc -ne 0 ]] || fail "exit status 0 with one DEST folder for every rank"
+    rank0_says_once "before any data moved: ranks 0-$((ranks - 1)) failed: invalid_argument: DEST $dest/same is one folder for ranks 0-$((ranks - 1)): put \{rank\} in DEST"
+    [[ ! -e $dest/same ]] || fail "DEST $dest/same was made"
     # 5,000 one-byte files: 5,000 bytes, but 5,000 blocks of 4 KiB (20 MB) on
     # a 16 MiB DEST: refused by blocks before anything is written.
     mkdir -p "$work/many" && (cd "$work/many" && for ((i = 0; i < 5000; i++)); do printf x >"f$i"; done)

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -73,6 +74,28 @@ Result<DestSpace> check_dest(const std::string& dest) {
   DestSpace s;
   s.block = std::max<uint64_t>(vfs.f_bsize, 1);
   s.free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  s.dev = st.st_dev;
+  s.ino = st.st_ino;
+  struct statfs fs {};
+  if (::statfs(at.c_str(), &fs) == 0) {
+    constexpr uint32_t kNetwork[] = {
+        0x6969,      // NFS
+        0x517b,      // SMB
+        0xff534d42,  // CIFS
+        0xfe534d42,  // SMB2
+        0x0bd00bd0,  // Lustre
+        0x47504653,  // GPFS
+        0x19830326,  // BeeGFS
+        0x00c36400,  // CephFS
+        0x01021997,  // 9p
+        0x5346414f,  // AFS
+        0x01161970,  // GFS2
+        0x7461636f,  // OCFS2
+        0xaad7aaea,  // PanFS
+    };
+    const auto type = static_cast<uint32_t>(fs.f_type);
+    s.network = std::find(std::begin(kNetwork), std::end(kNetwork), type) != std::end(kNetwork);
+  }
   return s;
 }
 

@@ -15,6 +15,12 @@ namespace ibbcast::tool::stage {
 struct DestSpace {
   uint64_t block = 4096;  ///< what a file's size is rounded up to
   uint64_t free = 0;      ///< bytes an unprivileged writer may still use
+  /// The folder that exists (DEST or its nearest ancestor): with the boot
+  /// id, two ranks with equal values write into one folder.
+  uint64_t dev = 0, ino = 0;
+  /// A network or parallel file system (NFS, Lustre, GPFS, BeeGFS, CephFS,
+  /// ...): ranks on other machines may see the same folder under DEST.
+  bool network = false;
 };
 /// Whether DEST is a writable directory, or could be made in one, and its
 /// file system's space; writes nothing (the checks of every rank pass

@@ -19,6 +19,12 @@ struct RankRecord {
   uint64_t files_written = 0, files_skipped = 0, bytes_written = 0, bytes_needed = 0;
   uint64_t datagrams_useful = 0, repaired = 0;  ///< the group's statistics
   double seconds = 0;
+  /// Where this rank stages to, to find ranks that would write one folder
+  /// (stage_run.cc: one_folder_for_several): its DEST, the folder of it
+  /// that exists, the machine (boot id), a network file system.
+  uint64_t dest_dev = 0, dest_ino = 0, boot = 0;
+  uint32_t dest_network = 0;
+  char dest[256] = {};
   char message[200] = {};
 
   void set_status(const Status& st);

@@ -1,6 +1,7 @@
 #include "tools/stage/stage_run.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "tools/stage/stage_dest.h"
 #include "tools/stage/stage_digest.h"
@@ -68,13 +69,65 @@ Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree,
   return Status::ok();
 }
 
+// This machine: ranks with one boot id share a kernel, so equal device and
+// inode numbers are one folder.
+uint64_t boot_id() {
+  char id[64] = {};
+  if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    (void)std::fgets(id, sizeof id, f);
+    std::fclose(f);
+  }
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const char* p = id; *p != '\0'; ++p)
+    h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+  return h;
+}
+
+// Ranks that would write into one folder (one DEST path on one machine's file
+// system, or on a network file system) race on every file: each of them
+// fails the agreement, with the same words on every rank.
+void one_folder_for_several(std::vector<RankRecord>& all) {
+  std::vector<std::vector<uint32_t>> groups;
+  for (uint32_t r = 0; r < all.size(); ++r) {
+    if (!all[r].ok()) continue;
+    bool placed = false;
+    for (auto& g : groups) {
+      const RankRecord& a = all[g[0]];
+      const RankRecord& b = all[r];
+      if (std::strcmp(a.dest, b.dest) != 0) continue;
+      const bool one_machine =
+          a.boot == b.boot && a.dest_dev == b.dest_dev && a.dest_ino == b.dest_ino;
+      if (one_machine || (a.dest_network != 0 && b.dest_network != 0)) {
+        g.push_back(r);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) groups.push_back({r});
+  }
+  for (const auto& g : groups) {
+    if (g.size() < 2) continue;
+    const Status st =
+        make_error(Errc::kInvalidArgument,
+                   std::string("DEST ") + all[g[0]].dest + " is one folder for " + rank_list(g) +
+                       ": put {rank} in DEST (e.g. DEST/{rank}) or stage to node-local storage");
+    for (uint32_t r : g)
+      all[r].set_status(st);
+  }
+}
+
 // Step 3 on this rank: DEST usable, which files it needs, enough space.
 // Nothing is written here: a rank creates its folders and links only once
 // every rank's checks passed.
 Status local_plan(const StageOptions& opt, const Manifest& m, const Start& start,
-                  std::vector<bool>& need, uint64_t& bytes) {
+                  std::vector<bool>& need, RankRecord& mine) {
+  uint64_t& bytes = mine.bytes_needed;
   auto space = check_dest(opt.dest);
   if (!space) return space.status();
+  mine.dest_dev = space->dev;
+  mine.dest_ino = space->ino;
+  mine.dest_network = space->network ? 1 : 0;
+  mine.boot = boot_id();
   need.assign(m.entries.size(), false);
   bytes = 0;
   // What the file system will take: whole blocks per file, a block per folder.
@@ -155,7 +208,8 @@ StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   const Manifest& m = tree.manifest;
   RankRecord mine;
   std::vector<bool> need;
-  if (local) local = local_plan(opt, m, start, need, mine.bytes_needed);
+  std::snprintf(mine.dest, sizeof mine.dest, "%s", opt.dest.c_str());
+  if (local) local = local_plan(opt, m, start, need, mine);
   mine.set_status(local);
   std::vector<uint8_t> bits((start.entries + 7) / 8, 0);
   for (std::size_t i = 0; i < need.size(); ++i)
@@ -169,6 +223,7 @@ StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
                  agreed.to_string().c_str());
     return {1, false};
   }
+  one_folder_for_several(all);
   if (report_failures("before any data moved", all, me == 0) > 0) return {1, true};
   if (start.dry_run) {
     if (me == 0) print_dry_run(m, all, all_bits);
