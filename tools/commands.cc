@@ -69,6 +69,7 @@ constexpr OptionDoc kStageOptions[] = {
     {"exclude", "GLOBS", "leave out what matches (name or path below DEST), e.g. '*.o,.git'"},
     {"dry-run", "", "check every rank and say what would be sent; write nothing"},
     {"quiet", "", "no progress, summary or warnings: only failures"},
+    {"json", "FILE", "rank 0 also writes the summary there as JSON"},
     {"chunk-size", "BYTES", "bytes per broadcast; read, broadcast and write overlap (512k)"},
     {"no-pack", "", "a broadcast per chunk (by default small files share broadcasts)"},
     {"progress", "MODE", "auto, tty, plain or none: the root's progress line on stderr (auto)"},

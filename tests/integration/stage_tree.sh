@@ -11,7 +11,8 @@
 #              --no-pack (a broadcast per chunk; packed runs take fewer than files);
 #              a changed mode rewrites that file; --preserve keeps folder modes;
 #              mtimes and modes on every rank; again (all skipped); --dry-run writes
-#              nothing; --quiet says nothing; --exclude by name and by path
+#              nothing; --quiet says nothing, --json writes the summary; --exclude
+#              by name and by path
 #   loss30     30 % multicast loss on every bridge port: byte-exact, repairs seen
 #   interrupt  every rank SIGKILLed mid-way through the large file: final names
 #              hold only complete files, a partial is left, the rerun sends only
@@ -179,9 +180,19 @@ case $scenario in
     find "$dest" -printf '%p %T@ %m\n' | sort >"$work/after"
     cmp -s "$work/before" "$work/after" || fail "--dry-run changed DEST"
     # --quiet: nothing on rank 0's stdout or stderr when all goes well.
-    stage true "" "--quiet $args"
+    # --json: the summary for scripts, even with --quiet.
+    stage true "" "--quiet --json '$work/summary.json' $args"
     [[ $rc -eq 0 && -z $(lines 0 stdout) && -z $(lines 0 stderr) ]] ||
       fail "--quiet: exit $rc, said: $(lines 0 stdout | head -2) $(lines 0 stderr | head -2)"
+    python3 - "$work/summary.json" "$ranks" "$nfiles" <<'PY' || fail "--json: $(cat "$work/summary.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+ranks, files = int(sys.argv[2]), int(sys.argv[3])
+assert j["result"] == "pass" and j["ranks"] == ranks and j["files"] == files, j
+assert j["transport"] == "udp" and j["multicast"] is True and j["broadcasts_by_algorithm"], j
+assert [r["rank"] for r in j["per_rank"]] == list(range(ranks)), j
+assert all(r["ok"] and r["skipped"] == files and r["written"] == 0 for r in j["per_rank"]), j
+PY
     # --exclude by name and by path below DEST.
     stage true "" "--exclude 'zz_*,tree/d2' '$src' '$dest/ex{rank}'"
     [[ $rc -eq 0 ]] || fail "--exclude: exit status $rc"

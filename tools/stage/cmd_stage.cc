@@ -42,6 +42,7 @@ Result<stage::StageOptions> stage_options(const Args& a, uint32_t rank) {
   o.checksum = option(a, "checksum", "") == "1";
   o.dry_run = option(a, "dry-run", "") == "1";
   o.quiet = option(a, "quiet", "") == "1";
+  o.json = option(a, "json", "");
   std::istringstream globs(option(a, "exclude", ""));
   for (std::string g; std::getline(globs, g, ',');)
     if (!g.empty()) o.exclude.push_back(g);

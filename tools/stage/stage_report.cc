@@ -108,6 +108,63 @@ void print_summary(const std::vector<RankRecord>& all, uint64_t files, uint64_t 
   std::fflush(stdout);
 }
 
+namespace {
+
+std::string json_string(const std::string& in) {
+  std::string out = "\"";
+  for (const char c : in) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
+      out += esc;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string summary_json(const std::vector<RankRecord>& all, const RunFacts& f) {
+  int failed = 0;
+  for (const RankRecord& r : all)
+    failed += r.ok() ? 0 : 1;
+  std::string j = "{\n  \"result\": " + json_string(failed == 0 ? "pass" : "fail") +
+                  ",\n  \"ranks\": " + std::to_string(all.size()) +
+                  ",\n  \"ranks_failed\": " + std::to_string(failed) +
+                  ",\n  \"files\": " + std::to_string(f.files) +
+                  ",\n  \"bytes\": " + std::to_string(f.bytes) +
+                  ",\n  \"files_sent\": " + std::to_string(f.files_sent) +
+                  ",\n  \"broadcasts\": " + std::to_string(f.broadcasts) +
+                  ",\n  \"digest\": " + json_string(f.digest) +
+                  ",\n  \"transport\": " + json_string(f.transport) +
+                  ",\n  \"multicast\": " + (f.multicast ? "true" : "false") +
+                  ",\n  \"broadcasts_by_algorithm\": {";
+  for (std::size_t i = 0; i < f.algorithms.size(); ++i) {
+    j += (i == 0 ? "" : ", ") + json_string(f.algorithms[i].first) + ": " +
+         std::to_string(f.algorithms[i].second);
+  }
+  j += "},\n  \"per_rank\": [";
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const RankRecord& x = all[r];
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.3f", x.seconds);
+    j += std::string(r == 0 ? "\n" : ",\n") + "    {\"rank\": " + std::to_string(r) +
+         ", \"written\": " + std::to_string(x.files_written) +
+         ", \"skipped\": " + std::to_string(x.files_skipped) +
+         ", \"bytes\": " + std::to_string(x.bytes_written) + ", \"seconds\": " + seconds +
+         ", \"multicast_useful\": " + std::to_string(x.datagrams_useful) +
+         ", \"repaired\": " + std::to_string(x.repaired) +
+         ", \"ok\": " + (x.ok() ? "true" : "false") +
+         ", \"error\": " + json_string(x.ok() ? "" : x.message) + "}";
+  }
+  return j + "\n  ]\n}\n";
+}
+
 Progress::Progress(const std::string& mode, uint64_t total_bytes) : total_(total_bytes) {
   start_ns_ = monotonic_now().count();
   last_ns_ = start_ns_;

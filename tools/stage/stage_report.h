@@ -49,6 +49,17 @@ void print_summary(const std::vector<RankRecord>& all, uint64_t files, uint64_t 
                    uint64_t files_sent, uint64_t broadcasts, const char* digest,
                    const std::string& how);
 
+/// The run as one JSON document (--json FILE, rank 0), for scripts:
+/// totals, how it went (transport, multicast, broadcasts per algorithm) and
+/// every rank's row with its result.
+struct RunFacts {
+  uint64_t files = 0, bytes = 0, files_sent = 0, broadcasts = 0;
+  std::string digest, transport;
+  bool multicast = false;
+  std::vector<std::pair<std::string, uint64_t>> algorithms;
+};
+std::string summary_json(const std::vector<RankRecord>& all, const RunFacts& facts);
+
 /// The root's live line (a TTY: one line rewritten in place; else a plain
 /// line every few seconds).
 class Progress {

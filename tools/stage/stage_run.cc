@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "tools/stage/stage_dest.h"
 #include "tools/stage/stage_digest.h"
@@ -280,20 +281,37 @@ StageExit run_stage(Group& group, Bootstrap& boot, const StageOptions& opt) {
   uint64_t nfiles = 0;
   for (const Entry& e : m.entries)
     nfiles += e.kind == EntryKind::kFile ? 1 : 0;
-  if (me == 0 && !opt.quiet) {
+  if (me == 0) {
     // Every broadcast of this run (the start block and manifest included),
     // by the algorithm it ran: below crossover_nodes that is linear.
+    RunFacts facts{nfiles,
+                   tree.total_bytes,
+                   plan.files.size(),
+                   res.broadcasts,
+                   digest_name(m.digest_kind),
+                   opt.transport,
+                   group.multicast_active(),
+                   {}};
     std::string how = "transport " + opt.transport + ", multicast " +
                       (group.multicast_active() ? "on" : "off (" + group.fallback_reason() + ")") +
                       ", broadcasts by algorithm:";
     const GroupStats& gs = group.impl().stats();
     for (std::size_t a = 0; a < gs.broadcasts.size(); ++a) {
-      if (gs.broadcasts[a] != 0)
-        how += " " + std::string(algorithm_name(static_cast<Algorithm>(a))) + "=" +
-               std::to_string(gs.broadcasts[a]);
+      if (gs.broadcasts[a] == 0) continue;
+      const std::string name(algorithm_name(static_cast<Algorithm>(a)));
+      how += " " + name + "=" + std::to_string(gs.broadcasts[a]);
+      facts.algorithms.emplace_back(name, gs.broadcasts[a]);
     }
-    print_summary(all, nfiles, tree.total_bytes, plan.files.size(), res.broadcasts,
-                  digest_name(m.digest_kind), how);
+    if (!opt.quiet)
+      print_summary(all, nfiles, tree.total_bytes, plan.files.size(), res.broadcasts,
+                    digest_name(m.digest_kind), how);
+    if (!opt.json.empty()) {
+      std::ofstream out(opt.json, std::ios::trunc);
+      out << summary_json(all, facts);
+      if (!out.flush())
+        std::fprintf(stderr, "ibbcast stage: cannot write the JSON summary to %s\n",
+                     opt.json.c_str());
+    }
   }
   if (report_failures("transfer", all, me == 0) > 0) return {1, true};
   return {0, false};

@@ -15,10 +15,12 @@ struct StageOptions {
   std::string dest;                  ///< this rank's DEST ({rank} already replaced)
   uint32_t chunk_size = 512u << 10;
   bool force = false, preserve = false, checksum = false;
-  bool dry_run = false;              ///< the root's choice travels in the start block
-  bool quiet = false;                ///< no progress, summary or warnings: failures only
-  std::vector<std::string> exclude;  ///< glob patterns the root's walk leaves out
-  bool pack = true;                  ///< the root's choice travels in the start block
+  bool dry_run = false;  ///< the root's choice travels in the start block
+  bool quiet = false;    ///< no progress, summary or warnings: failures only
+  std::vector<std::string> exclude;
+  std::string json;  ///< rank 0 writes the summary there as JSON ("" = none)  ///< glob patterns
+                     ///< the root's walk leaves out
+  bool pack = true;  ///< the root's choice travels in the start block
   std::string progress = "auto";
   std::string transport = "udp";  ///< for the summary: the fabric the group runs on
   TestFault fault;
