@@ -137,8 +137,9 @@ bool same_manifest(const Manifest& a, const Manifest& b) {
   for (std::size_t i = 0; i < a.entries.size(); ++i) {
     const Entry& x = a.entries[i];
     const Entry& y = b.entries[i];
-    if (x.kind != y.kind || x.mode != y.mode || x.size != y.size || x.mtime_ns != y.mtime_ns ||
-        x.digest != y.digest || x.path != y.path || x.target != y.target)
+    if (x.kind != y.kind || x.mode != y.mode || x.uid != y.uid || x.gid != y.gid ||
+        x.size != y.size || x.mtime_ns != y.mtime_ns || x.digest != y.digest || x.path != y.path ||
+        x.target != y.target)
       return false;
   }
   return true;
@@ -286,6 +287,8 @@ void built(fuzz::Input& in) {
       e.size = in.take<uint16_t>();
     }
     e.mtime_ns = static_cast<int64_t>(in.take<uint64_t>());
+    e.uid = in.take<uint32_t>();
+    e.gid = in.take<uint32_t>();
     e.digest.fill(std::byte{in.take<uint8_t>()});
     e.path = text(in);
     if (e.kind == EntryKind::kSymlink || (shape & 0x08)) e.target = text(in);
@@ -335,7 +338,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       check_manifest(fixed);
       if (fixed.size() >= 8) {
         le::put(fixed.data(), kManifestMagic);
-        le::put(fixed.data() + 4, uint16_t{1});
+        le::put(fixed.data() + 4, kStageVersion);
         check_manifest(fixed);
       }
       break;
@@ -343,7 +346,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       check_start(fixed);
       fixed.resize(kStartSize);
       le::put(fixed.data(), kStartMagic);
-      le::put(fixed.data() + 4, uint16_t{1});
+      le::put(fixed.data() + 4, kStageVersion);
       check_start(fixed);
       break;
     case 3: {

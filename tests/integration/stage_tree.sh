@@ -12,7 +12,7 @@
 #              a changed mode rewrites that file; --preserve keeps folder modes;
 #              mtimes and modes on every rank; again (all skipped); --dry-run writes
 #              nothing; --quiet says nothing, --json writes the summary; --exclude
-#              by name and by path
+#              by name and by path; owner and group kept (as root)
 #   loss30     30 % multicast loss on every bridge port: byte-exact, repairs seen
 #   interrupt  every rank SIGKILLed mid-way through the large file: final names
 #              hold only complete files, a partial is left, the rerun sends only
@@ -200,6 +200,14 @@ PY
       [[ ! -e $dest/ex$r/tree/zz_big.bin && ! -e $dest/ex$r/tree/d2 ]] || fail "rank $r: an excluded entry was staged"
       diff -r --no-dereference --exclude='zz_*' --exclude=d2 "$src" "$dest/ex$r/tree" >/dev/null ||
         fail "rank $r: what was not excluded differs from the source"
+    done
+    # As root, owner and group are kept: a file given away is a changed file.
+    chown 1234:2345 "$src/d3/f3" "$src/d1"
+    stage true "" "$args"
+    all_ok 1 $((nfiles - 1))
+    for ((r = 0; r < ranks; r++)); do
+      [[ $(stat -c %u:%g "$dest/rank$r/tree/d3/f3" "$dest/rank$r/tree/d1" | tr '\n' ' ') == "1234:2345 1234:2345 " ]] ||
+        fail "rank $r: owner and group not kept: $(stat -c '%n %u:%g' "$dest/rank$r/tree/d3/f3" "$dest/rank$r/tree/d1")"
     done ;;
   loss30)
     stage '"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 30' "" "$args"

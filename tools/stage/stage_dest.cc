@@ -43,6 +43,11 @@ int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+// Only root may give files away; anyone else stages them as their own.
+bool keep_owner() {
+  return ::geteuid() == 0;
+}
+
 timespec to_timespec(int64_t ns) {
   return {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
 }
@@ -108,6 +113,8 @@ Status make_dirs_and_links(const std::string& dest, const Manifest& m, bool pres
     const std::string path = dest + "/" + e.path;
     if (e.kind == EntryKind::kDir) {
       IBBCAST_RETURN_IF_ERROR(make_parents(path));
+      if (keep_owner() && ::chown(path.c_str(), e.uid, e.gid) != 0)
+        return sys_error(Errc::kInvalidArgument, "chown " + path, errno);
       if (preserve && ::chmod(path.c_str(), e.mode | 0700) != 0) {
         return sys_error(Errc::kInvalidArgument, "chmod " + path, errno);
       }
@@ -119,6 +126,7 @@ Status make_dirs_and_links(const std::string& dest, const Manifest& m, bool pres
       const std::string tmp = partial_path(dest, e.path);
       ::unlink(tmp.c_str());
       if (::symlink(e.target.c_str(), tmp.c_str()) != 0 ||
+          (keep_owner() && ::lchown(tmp.c_str(), e.uid, e.gid) != 0) ||
           ::rename(tmp.c_str(), path.c_str()) != 0) {
         const int err = errno;
         ::unlink(tmp.c_str());
@@ -176,6 +184,7 @@ Result<bool> needs_file(const std::string& dest, const Entry& e, DigestKind kind
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
   if (static_cast<uint64_t>(st.st_size) != e.size) return true;
   if ((st.st_mode & 07777) != e.mode) return true;
+  if (keep_owner() && (st.st_uid != e.uid || st.st_gid != e.gid)) return true;
   // A staged file has the source's mtime: unchanged size and time say
   // unchanged, as rsync's quick check, without reading it on every rank.
   if (!checksum) return mtime_ns(st) != e.mtime_ns;
@@ -216,6 +225,9 @@ Status FileWriter::finish() {
                                           ": whole-file digest differs from the root's (did the "
                                           "source change on the root during the run?)");
   }
+  // Owner first: chown clears set-user-ID bits that the mode then restores.
+  if (keep_owner() && ::fchown(fd_, e.uid, e.gid) != 0)
+    return sys_error(Errc::kInvalidArgument, "chown " + partial_, errno);
   if (::fchmod(fd_, e.mode) != 0)
     return sys_error(Errc::kInvalidArgument, "chmod " + partial_, errno);
   // Always the source's mtime: the next run's quick check (needs_file) reads it.

@@ -11,7 +11,7 @@ namespace {
 
 constexpr uint32_t kManifestMagic = 0x4d534249;  // "IBSM"
 constexpr uint32_t kStartMagic = 0x53534249;     // "IBSS"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = kStageVersion;
 
 using le::Reader;
 using le::Writer;
@@ -84,6 +84,8 @@ std::vector<std::byte> encode_manifest(const Manifest& m) {
     w.put(0, 1);
     w.put(e.path.size(), 2);
     w.put(e.mode, 4);
+    w.put(e.uid, 4);
+    w.put(e.gid, 4);
     w.put(e.size, 8);
     w.put(static_cast<uint64_t>(e.mtime_ns), 8);
     w.put_bytes(e.digest.data(), e.digest.size());
@@ -116,6 +118,8 @@ Result<Manifest> decode_manifest(std::span<const std::byte> in) {
     if (r.get(1) != 0) return corrupt("manifest: reserved byte not zero");
     const std::size_t path_len = r.get(2);
     e.mode = static_cast<uint32_t>(r.get(4));
+    e.uid = static_cast<uint32_t>(r.get(4));
+    e.gid = static_cast<uint32_t>(r.get(4));
     e.size = r.get(8);
     e.mtime_ns = static_cast<int64_t>(r.get(8));
     r.get_bytes(e.digest.data(), e.digest.size());

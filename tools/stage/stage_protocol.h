@@ -12,7 +12,7 @@
 //     An error there ends the run on every rank with the root's message,
 //     before anything is written.
 //  2. Manifest (one broadcast of manifest_len bytes): per entry its kind,
-//     path relative to DEST, mode, size, mtime (ns), symlink target and a
+//     path relative to DEST, mode, owner, group, size, mtime (ns), symlink target and a
 //     content digest (SHA-256 when the build has OpenSSL, else CRC32C of the
 //     whole file; the kind is in the manifest). decode_manifest validates
 //     every field: a path is relative, non-empty and has no "." or ".."
@@ -64,6 +64,8 @@ namespace ibbcast::tool::stage {
 
 inline constexpr uint32_t kChunkMagic = 0x43534249;  // "IBSC"
 inline constexpr uint8_t kChunkVersion = 1;
+/// Of the start block and the manifest (2: entries carry owner and group).
+inline constexpr uint16_t kStageVersion = 2;
 inline constexpr std::size_t kChunkHeaderSize = 32;
 inline constexpr uint8_t kChunkFlagAbort = 1;  ///< the root could not read this file
 inline constexpr uint32_t kMaxChunkSize = 64u << 20;
@@ -96,8 +98,9 @@ using Digest = std::array<std::byte, kDigestSize>;
 
 struct Entry {
   EntryKind kind = EntryKind::kFile;
-  uint32_t mode = 0;  ///< permission bits (07777)
-  uint64_t size = 0;  ///< 0 unless a file
+  uint32_t mode = 0;          ///< permission bits (07777)
+  uint32_t uid = 0, gid = 0;  ///< the source's owner and group (kept when staging as root)
+  uint64_t size = 0;          ///< 0 unless a file
   int64_t mtime_ns = 0;
   Digest digest{};
   std::string path;    ///< relative to DEST

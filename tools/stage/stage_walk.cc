@@ -35,6 +35,8 @@ class Walker {
     Entry e;
     e.path = rel;
     e.mode = st.st_mode & 07777;
+    e.uid = st.st_uid;
+    e.gid = st.st_gid;
     e.mtime_ns = mtime_ns(st);
     if (S_ISREG(st.st_mode)) {
       e.kind = EntryKind::kFile;
