@@ -152,6 +152,13 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
       }
     }
     times.push_back(monotonic_now() - t0);
+    // A long run says how far it got (rank 0, stderr; stdout stays the
+    // table): every broadcast that took a second or more.
+    if (boot.rank() == 0 && times.back() >= std::chrono::seconds(1)) {
+      std::fprintf(stderr, "ibbcast run: broadcast %llu of %llu: %s bytes here in %.1f s\n",
+                   static_cast<unsigned long long>(it + 1), static_cast<unsigned long long>(*iters),
+                   format_size(*size).c_str(), static_cast<double>(times.back().count()) / 1e9);
+    }
   }
   std::sort(times.begin(), times.end());
   report.median_us = times.empty() ? 0 : static_cast<double>(times[times.size() / 2].count()) / 1e3;
