@@ -58,6 +58,14 @@ int cmd_plot(int argc, char** argv) {
   }
   auto rows = parse_bench_csv(text);
   if (!rows) return fail(rows.status());
+  // A median of 0 or less is no latency (older per-node CSVs have some):
+  // left out of every panel, and said.
+  const auto impossible = std::erase_if(*rows, [](const BenchRow& r) { return r.median_us <= 0; });
+  if (impossible > 0) {
+    std::fprintf(stderr, "ibbcast plot: left out %zu rows whose median is 0 or negative\n",
+                 static_cast<std::size_t>(impossible));
+  }
+  if (rows->empty()) return fail(make_error(Errc::kInvalidArgument, "no row with a latency"));
   if (size != 0 && std::none_of(rows->begin(), rows->end(),
                                 [size](const BenchRow& r) { return r.size == size; })) {
     // Otherwise two of the three panels are empty, without a word.

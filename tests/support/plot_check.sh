@@ -10,7 +10,13 @@ trap 'rm -rf "$dir"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=1; }
 
-"$bin" plot "$csv" --svg "$dir/p.svg" || fail "plot exited $?"
+"$bin" plot "$csv" --svg "$dir/p.svg" 2>"$dir/p.err" || fail "plot exited $?"
+# The recorded sweep has per-node medians below zero: never drawn, and said.
+neg=$(awk -F, '$7 <= 0 && NR > 1' "$csv" | wc -l)
+if ((neg > 0)); then
+  grep -q "left out $neg rows whose median is 0 or negative" "$dir/p.err" ||
+    fail "the $neg impossible medians were not left out and said: $(cat "$dir/p.err")"
+fi
 for title in "Latency vs size" "Latency vs ranks" "Per-rank completion"; do
   grep -q "$title" "$dir/p.svg" || fail "no panel '$title'"
 done
