@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # srun on a Slurm cluster of namespace nodes (tests/support/slurm_cluster.sh):
-# `ibbcast run` with two ranks per node (PMIx), `bench` and `stage` (into each
+# `ibbcast run` with two ranks per node (PMIx), again on links shaped to
+# 200 Mbit/s (the wire then sets a lower bound), `bench` and `stage` (into each
 # node's own /tmp), and the MPI adapter preloaded
 # into an unmodified Open MPI program (--mpi=pmix) and an MPICH one
 # (--mpi=pmi2), one rank per node. Every rank checks every byte; the MPI
@@ -32,6 +33,17 @@ out=$(srun -N"$nodes" --ntasks-per-node=2 --mpi=pmix --export=ALL,UCX_TLS=tcp \
 echo "$out" | tail -4
 grep -q '^PASS: every rank holds' <<<"$out" || fail "ibbcast run under srun: $(tail -3 <<<"$out")"
 grep -Eq '^ +5 two_stage +on ' <<<"$out" || fail "ibbcast run: rank 5 did not run two_stage with multicast on"
+
+# Links shaped to 200 Mbit/s both ways: 1 MiB cannot arrive in less than
+# the wire's (1 MiB - tbf's 32 KiB burst) / 200 Mbit/s = 40.6 ms, so a
+# median under 38 ms means the shaping did not hold.
+"$C" shape "$prefix" 200mbit || fail "cannot shape the links"
+out=$(srun -N"$nodes" --mpi=pmix --export=ALL,UCX_TLS=tcp "$bin" run --udp-interface eth0 --size 1m --iterations 3)
+"$C" shape "$prefix" off
+grep -q '^PASS: every rank holds' <<<"$out" || fail "ibbcast run on shaped links: $(tail -3 <<<"$out")"
+slowest=$(awk '$1 ~ /^[0-9]+$/ && NF >= 9 {print int($4)}' <<<"$out" | sort -n | tail -1)
+echo "shaped to 200 Mbit/s: 1 MiB, slowest rank's median ${slowest} us"
+[[ -n $slowest && $slowest -ge 38000 ]] || fail "1 MiB in ${slowest} us on 200 Mbit/s links: not shaped"
 
 # bench: one CSV row per algorithm and size, from rank 0 (a header, then rows).
 out=$(srun -N"$nodes" --mpi=pmix --export=ALL,UCX_TLS=tcp "$bin" bench --udp-interface eth0 \

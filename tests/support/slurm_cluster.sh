@@ -7,6 +7,8 @@
 #                                             (default 8); slurmctld and munged of their own
 #   slurm_cluster.sh run PREFIX -- CMD...     CMD where srun reaches the cluster (the switch's
 #                                             namespace, SLURM_CONF set): `... run P -- srun -N3 hostname`
+#   slurm_cluster.sh shape PREFIX RATE|off    every node's link at RATE both ways (tc tbf,
+#                                             e.g. 200mbit), as netns_fabric.sh shape
 #   slurm_cluster.sh down PREFIX              stop every daemon and job, remove the fabric
 #                                             and the cluster's files
 #
@@ -14,7 +16,7 @@
 # slurm.conf, munge key and socket, spool, state and logs live in /var/tmp/ibbslurm-PREFIX
 # (not /tmp: every node has a /tmp of its own, as the PMIx plugin needs). The controller runs
 # in the switch's namespace PREFIX-sw with host name `ctl` and the address .254 on its bridge;
-# the root namespace is never touched. Links are shaped with `netns_fabric.sh shape`.
+# the root namespace is never touched.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,7 +29,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,15s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,17s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 
@@ -158,6 +160,7 @@ case ${1-} in
   up) shift; cmd_up "$@" ;;
   run) shift; (($# >= 1)) || usage; cmd_run "$@" ;;
   down) shift; cmd_down "$@" ;;
+  shape) shift; (($# == 2)) || usage; "$F" shape "$@" ;;
   node-main) shift; node_main "$@" ;;
   *) usage ;;
 esac
