@@ -12,6 +12,8 @@
 #   slurm_cluster.sh down PREFIX              stop every daemon and job, remove the fabric
 #                                             and the cluster's files
 #
+# A node's /tmp is its own; folders under the machine's /tmp that jobs need are bound
+# back in: the folder `up` runs from, this repository, and SLURM_CLUSTER_SHARE.
 # Nothing of the machine's own Slurm or munge setup is read or touched: the cluster's
 # slurm.conf, munge key and socket, spool, state and logs live in /var/tmp/ibbslurm-PREFIX
 # (not /tmp: every node has a /tmp of its own, as the PMIx plugin needs). The controller runs
@@ -29,7 +31,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,17s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,19s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 
@@ -75,11 +77,25 @@ EOF
 }
 
 # The node's own host name and /tmp, then slurmd (run inside `unshare --uts --mount`).
+# Folders under the machine's /tmp that jobs need (the tree srun runs from,
+# the build: `shared` in the cluster's folder) are bound back into the
+# node's /tmp at the same paths.
 node_main() {
-  local name=$1 d=$2
+  local name=$1 d=$2 host_ns=$3 keep p
+  keep=$d/host-tmp-$name
+  # Only ever in a mount namespace of its own: these mounts must not reach
+  # the machine's.
+  [[ -n $host_ns && $(readlink /proc/self/ns/mnt) != "$host_ns" ]] ||
+    { echo "node $name: not in a mount namespace of its own" >&2; exit 1; }
   hostname "$name"
   mount --make-rprivate /
+  mkdir -p "$keep"
+  mount --bind /tmp "$keep"
   mount -t tmpfs -o mode=1777 "tmp-$name" /tmp
+  while IFS= read -r p; do
+    [[ $p == /tmp/* && -d $keep/${p#/tmp/} ]] || continue
+    mkdir -p "$p" && mount --bind "$keep/${p#/tmp/}" "$p"
+  done <"$d/shared"
   exec slurmd -D -N "$name" -f "$d/slurm.conf"
 }
 
@@ -101,6 +117,13 @@ cmd_up() {
   for ((i = 0; i < nodes; i++)); do mkdir -p "$d/spool/h$i"; done
   chmod 0711 "$d"  # munged wants its socket's folder searchable
   write_conf "$prefix" "$nodes" "$cpus" "$d" "$sub"
+  # Seen on every node at the same path even when under /tmp: where `up` ran
+  # from, this repository, and SLURM_CLUSTER_SHARE (colon-separated).
+  {
+    pwd -P
+    (cd "$here/../.." && pwd -P)
+    tr ':' '\n' <<<"${SLURM_CLUSTER_SHARE-}"
+  } | sed '/^$/d' | sort -u >"$d/shared"
   # munge: a key and a daemon of this cluster's own (root may run it with --force).
   dd if=/dev/urandom of="$d/munge.key" bs=1024 count=1 status=none
   chmod 0400 "$d/munge.key"
@@ -111,7 +134,7 @@ cmd_up() {
     sh -c "hostname ctl && exec slurmctld -D -f '$d/slurm.conf'" </dev/null >"$d/slurmctld.out" 2>&1 &
   for ((i = 0; i < nodes; i++)); do
     nsenter --net="/run/netns/$prefix-h$i" unshare --uts --mount \
-      "$0" node-main "h$i" "$d" </dev/null >"$d/slurmd-h$i.out" 2>&1 &
+      "$0" node-main "h$i" "$d" "$(readlink /proc/self/ns/mnt)" </dev/null >"$d/slurmd-h$i.out" 2>&1 &
   done
   # Up when every node is idle (a minute at most; slurmctld logs say why not).
   local idle=0 tries
@@ -152,8 +175,10 @@ cmd_down() {
     kill "$pid" 2>/dev/null || true
   fi
   # A job step's processes outside the namespaces cannot exist: slurmstepd
-  # runs in its node's namespace. What is left are the files.
-  rm -rf "$d"
+  # runs in its node's namespace. What is left are the files (the nodes'
+  # binds of /tmp were in their own mount namespaces; --one-file-system
+  # in case one ever was not).
+  rm -rf --one-file-system "$d"
 }
 
 case ${1-} in
