@@ -13,6 +13,14 @@
 
 namespace ibbcast {
 
+/// Whether a group passes bytes inside a node through shared memory, with
+/// one rank per node (its leader) in the multicast group and the ring.
+enum class NodeAware : uint8_t {
+  kAuto,  ///< on when the group spans several nodes and some node has several ranks
+  kOn,
+  kOff,
+};
+
 struct EngineConfig {
   Algorithm algorithm = Algorithm::kAuto;
   bool multicast = true;              ///< "priority/enable" of the thesis
@@ -42,6 +50,10 @@ struct EngineConfig {
   /// from rank 0's parameters at group creation (core/model/calibrate.h).
   std::string loggp;
   std::optional<std::array<double, 4>> loggp_params;  ///< L, o, g, G parsed from `loggp`
+  NodeAware node_aware = NodeAware::kAuto;
+  /// Bytes of a node's shared ring (node-aware groups); a larger broadcast
+  /// flows through it.
+  uint64_t node_buffer = 4 << 20;
 };
 
 /// The smallest and largest fragment payload the wire format allows.

@@ -90,7 +90,30 @@ Status parse_loggp(EngineConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<EngineConfig>, 16> kTable = {{
+Status parse_node_aware(EngineConfig& c, std::string_view t) {
+  if (t == "auto") {
+    c.node_aware = NodeAware::kAuto;
+    return Status::ok();
+  }
+  auto v = parse_bool(t);
+  if (!v) return make_error(Errc::kInvalidArgument, "node_aware: auto, on or off");
+  c.node_aware = *v ? NodeAware::kOn : NodeAware::kOff;
+  return Status::ok();
+}
+
+std::string format_node_aware(const EngineConfig& c) {
+  switch (c.node_aware) {
+    case NodeAware::kOn:
+      return "on";
+    case NodeAware::kOff:
+      return "off";
+    case NodeAware::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+const std::array<ConfigField<EngineConfig>, 18> kTable = {{
     {"algorithm", "auto", "broadcast algorithm; auto applies the decision function", parse_algo,
      [](const EngineConfig& c) { return std::string(algorithm_name(c.algorithm)); }},
     bool_field<&EngineConfig::multicast>("multicast", "on",
@@ -128,6 +151,14 @@ const std::array<ConfigField<EngineConfig>, 16> kTable = {{
      "measured LogGP (L,o,g,G or a `bench --loggp-out` file): rank 0's set crossover_nodes, "
      "crossover_size and fibo_s/r at group creation",
      parse_loggp, [](const EngineConfig& c) { return c.loggp; }},
+    {"node_aware", "auto",
+     "one rank per node (its leader) joins the multicast group and the ring, and hands the "
+     "bytes to the node's other ranks through shared memory; auto: on when the group spans "
+     "several nodes and some node has several ranks",
+     parse_node_aware, format_node_aware},
+    size_field<&EngineConfig::node_buffer>(
+        "node_buffer", "4m",
+        "bytes of a node's shared ring (node-aware groups); larger broadcasts flow through it"),
 }};
 
 }  // namespace

@@ -25,9 +25,12 @@ Group::Impl::~Impl() {
     // peers that have not entered the last one yet still get what it sent
     // them (the channel lingers for that). One that did not finish fails
     // its peers at once instead of leaving them waiting.
-    const bool clean = !engine_ || (engine_->pending_ops() == 0 && engine_->stats().errors == 0 &&
-                                    engine_->group_status().is_ok());
-    p2p_->depart(clean, engine_ ? engine_->config().timeout : Nanos(0));
+    bool clean = !engine_ || (engine_->pending_ops() == 0 && engine_->stats().errors == 0 &&
+                              engine_->group_status().is_ok());
+    for (const auto& [id, op] : node_ops_)
+      clean &= op.step == NodeOp::Step::kDone;
+    clean &= node_status_.is_ok();
+    if (!departed_) p2p_->depart(clean, engine_ ? engine_->config().timeout : Nanos(0));
   }
 }
 
@@ -41,9 +44,32 @@ Result<uint64_t> Group::Impl::ibcast(uint32_t root, void* buffer, std::size_t n)
   if (buffer == nullptr && n != 0) {
     return make_error(Errc::kInvalidArgument, "null buffer with a non-zero size");
   }
+  auto span = std::span<std::byte>(static_cast<std::byte*>(buffer), n);
+  if (node_aware()) return node_ibcast(root, span);
+  return engine_ibcast(root, span);
+}
+
+Result<bool> Group::Impl::test(uint64_t request) {
+  if (node_aware()) return node_test(request);
+  return engine_test(request);
+}
+
+Status Group::Impl::wait(uint64_t request) {
+  if (node_aware()) return node_wait(request);
+  return engine_wait(request);
+}
+
+Algorithm Group::Impl::request_algorithm(uint64_t request) const {
+  if (!node_aware()) return engine_->op_algorithm(request);
+  auto it = node_ops_.find(request);
+  return it == node_ops_.end() ? Algorithm::kAuto : it->second.algorithm;
+}
+
+Result<uint64_t> Group::Impl::engine_ibcast(uint32_t root, std::span<std::byte> span) {
+  const std::size_t n = span.size();
+  const uint32_t rank = engine_->identity().rank;
   // Poll first so a failure notice already delivered is seen before posting.
   IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
-  auto span = std::span<std::byte>(static_cast<std::byte*>(buffer), n);
   // Registered before the first send: the multicast channel sends from the
   // buffer. Only the root multicasts a broadcast's fragments; a receiver's
   // buffer is registered for the fragments to land in (land()).
@@ -51,19 +77,19 @@ Result<uint64_t> Group::Impl::ibcast(uint32_t root, void* buffer, std::size_t n)
   const uint64_t min = transport_->capabilities().zero_copy_min;
   const bool zero_copy = min != 0 && n >= min && mcast_;
   bool ok = true;
-  if (zero_copy && root == rank()) region = register_buffer(span, &ok);
+  if (zero_copy && root == rank) region = register_buffer(span, &ok);
   // Every rank's stage 2 sends from its buffer; the reliable channel may
   // register it (an empty region when it has nothing to do).
   MemoryRegion p2p_region = register_p2p(span);
   auto req = engine_->post(root, span, monotonic_now());
   if (!req) p2p_->hand_off();  // back to the application at once
-  if (req && zero_copy && root != rank()) land(*req, span, region);
+  if (req && zero_copy && root != rank) land(*req, span, region);
   if (req && !region.empty()) regions_.emplace(*req, std::move(region));
   if (req && !p2p_region.empty()) p2p_regions_.emplace(*req, std::move(p2p_region));
   return req;
 }
 
-Result<bool> Group::Impl::test(uint64_t request) {
+Result<bool> Group::Impl::engine_test(uint64_t request) {
   IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
   Status st;
   switch (engine_->state(request, &st)) {
@@ -91,14 +117,14 @@ Result<bool> Group::Impl::test(uint64_t request) {
   return make_error(Errc::kInvalidArgument, "unknown request " + std::to_string(request));
 }
 
-Status Group::Impl::wait(uint64_t request) {
+Status Group::Impl::engine_wait(uint64_t request) {
   // Without a deadline (the default) a broadcast may wait for a late peer as
   // long as it takes; after a minute without progress it says once what it
   // waits for, so that a stall does not pass for a slow peer in silence.
   constexpr Nanos kStallNote = std::chrono::minutes(1);
   bool noted = false;
   for (;;) {
-    auto r = test(request);
+    auto r = engine_test(request);
     if (!r) return r.status();
     if (*r) return Status::ok();
     Nanos now = monotonic_now();
@@ -132,6 +158,13 @@ Status Group::Impl::progress(bool block, Nanos max_wait) {
 }
 
 bool Group::Impl::pump_sends(Nanos now) {
+  if (departed_) {
+    // This leader left the ring (node_fail): its engine failed, nothing goes.
+    bool did = false;
+    for (; engine_->front_action() != nullptr; did = true)
+      engine_->pop_action(true, now);
+    return did;
+  }
   // What the channel refused last time goes first.
   bool did = flush_burst(now);
   // Bounded per call so receives are not starved by a long root send.
@@ -156,10 +189,10 @@ bool Group::Impl::pump_sends(Nanos now) {
     // Frames leave in the order the engine queued them.
     if (burst_len_ != 0 && (flush_burst(now), burst_len_ != 0)) break;
     Gather g{{a->header, a->payload, a->trailer}};
-    auto r = p2p_->send(a->peer, g, a->op);
+    const uint32_t peer = world_of(a->peer);
+    auto r = p2p_->send(peer, g, a->op);
     if (!r && r.status().code() == Errc::kAgain) break;
     if (!r) {
-      uint32_t peer = a->peer;
       engine_->on_peer_failed(peer, r.status().to_string(), now);
       continue;
     }
@@ -232,6 +265,7 @@ bool Group::Impl::pump_multicast(Nanos now) {
 
 bool Group::Impl::pump_receives(Nanos now) {
   bool did = mcast_ && pump_multicast(now);
+  if (departed_) return did;
   std::array<P2pEvent, 32> events;
   std::size_t n = p2p_->poll(events);
   for (std::size_t i = 0; i < n; ++i) {
@@ -240,10 +274,10 @@ bool Group::Impl::pump_receives(Nanos now) {
       case P2pEvent::Kind::kMessage:
         if (landing_op_ != 0) check_message(e.message.bytes, now);
         if (e.message.split) {
-          engine_->on_message_parts(e.peer, e.message.bytes, e.message.payload, e.message.trailer,
-                                    now);
+          engine_->on_message_parts(engine_of(e.peer), e.message.bytes, e.message.payload,
+                                    e.message.trailer, now);
         } else {
-          engine_->on_message(e.peer, e.message.bytes, now);
+          engine_->on_message(engine_of(e.peer), e.message.bytes, now);
         }
         p2p_->release(e.message);
         break;

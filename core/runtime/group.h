@@ -5,6 +5,9 @@
 // thread (a channel that needs progress between calls, UCX's, runs its own
 // helper only while the application is away). Waiting sleeps on the transport's
 // event fd, so many ranks on few cores do not starve each other.
+//
+// A node-aware group (group_node.cc) runs the engine among one rank per node,
+// its leader; the node's ranks pass each broadcast through a shared segment.
 
 #include <array>
 #include <cstddef>
@@ -21,6 +24,7 @@
 #include "core/protocol/stats.h"
 #include "core/protocol/status.h"
 #include "core/protocol/wire.h"
+#include "core/runtime/node_segment.h"
 #include "core/runtime/transport.h"
 #include "include/ibbcast/ibbcast.hpp"
 
@@ -66,14 +70,21 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   /// ok while usable; kPeerFailed once this rank knows a peer died (sticky:
   /// every later broadcast fails at once; rebuild the group).
   const Status& health() const {
-    return engine_->group_status();
+    return node_status_.is_ok() ? engine_->group_status() : node_status_;
   }
 
   uint32_t rank() const {
-    return engine_->identity().rank;
+    return rank_;
   }
   uint32_t size() const {
-    return engine_->identity().size;
+    return size_;
+  }
+  /// Whether the group is node-aware, and how many nodes its ranks are on.
+  bool node_aware() const {
+    return !engine_to_world_.empty();
+  }
+  uint32_t nodes() const {
+    return nodes_;
   }
   uint64_t session() const {
     return engine_->identity().session;
@@ -89,9 +100,7 @@ class [[gnu::visibility("hidden")]] Group::Impl {
     return fallback_reason_;
   }
   /// Algorithm a request runs (valid until it is reported done).
-  Algorithm request_algorithm(uint64_t request) const {
-    return engine_->op_algorithm(request);
-  }
+  Algorithm request_algorithm(uint64_t request) const;
   const GroupStats& stats() const {
     return engine_->stats();
   }
@@ -107,6 +116,17 @@ class [[gnu::visibility("hidden")]] Group::Impl {
 
  private:
   Impl() = default;
+  // The broadcast itself, engine ranks throughout (the group's own ranks
+  // unless node-aware).
+  Result<uint64_t> engine_ibcast(uint32_t root, std::span<std::byte> buffer);
+  Result<bool> engine_test(uint64_t op);
+  Status engine_wait(uint64_t op);
+  uint32_t world_of(uint32_t engine_rank) const {
+    return engine_to_world_.empty() ? engine_rank : engine_to_world_[engine_rank];
+  }
+  uint32_t engine_of(uint32_t world_rank) const {
+    return world_to_engine_.empty() ? world_rank : world_to_engine_[world_rank];
+  }
   bool pump_sends(Nanos now);
   void stage_datagram(const Action& a);
   bool flush_burst(Nanos now);
@@ -120,6 +140,48 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   void check_landed(std::span<RecvView> rest);
   void check_message(std::span<const std::byte> frame, Nanos now);
   void end_landing(std::span<RecvView> lent);
+  // Node-aware groups (group_node.cc).
+  struct NodeOp {
+    enum class Step : uint8_t {
+      kRead,             ///< copy the broadcast out of the segment
+      kEngine,           ///< the leader's broadcast among the leaders
+      kEngineThenWrite,  ///< that, then write it to the segment for the node
+      kDone,
+    };
+    Step step = Step::kDone;
+    std::span<std::byte> buffer;
+    uint64_t at = 0;  ///< where the broadcast starts in the node's stream
+    std::size_t copied = 0;
+    uint64_t engine_op = 0;
+    Algorithm algorithm = Algorithm::kAuto;
+    Status status;
+  };
+  struct NodeLayout;
+  static Status setup_nodes(Impl & g, Bootstrap & bootstrap, const NodeLayout& layout,
+                            const EngineConfig& config);
+  Result<uint64_t> node_ibcast(uint32_t root, std::span<std::byte> buffer);
+  Result<bool> node_test(uint64_t request);
+  Status node_wait(uint64_t request);
+  /// Moves `op` on; `block`: until it is done.
+  void advance(NodeOp & op, bool block);
+  /// A failure on this node or reported by the engine: every rank of the
+  /// node and (through the ring's channel) every other node learns it.
+  Status node_fail(const Status& why);
+  Nanos timeout() const;
+
+  uint32_t rank_ = 0, size_ = 0, nodes_ = 0;
+  /// Node-aware groups: the leaders' group ranks by node (engine rank), and
+  /// the engine rank of a group rank (the node count for a non-leader).
+  std::vector<uint32_t> engine_to_world_;
+  std::vector<uint32_t> world_to_engine_;
+  std::vector<uint32_t> node_of_;  ///< node index of each group rank
+  bool leader_ = true;
+  std::unique_ptr<NodeSegment> segment_;  ///< null on a node of one rank
+  uint64_t stream_at_ = 0;                ///< the node's stream: bytes of every broadcast so far
+  uint64_t next_node_op_ = 1;
+  std::map<uint64_t, NodeOp> node_ops_;
+  Status node_status_;
+  bool departed_ = false;
 
   Transport* transport_ = nullptr;
   std::unique_ptr<Engine> engine_;
@@ -158,6 +220,21 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   static constexpr std::size_t kBurst = 64;
   std::array<StagedDatagram, kBurst> burst_{};
   std::size_t burst_len_ = 0;
+};
+
+/// Which ranks share a node (a host key: host name and network namespace),
+/// and the engine's ranks: every rank, or each node's leader (its lowest
+/// rank) when the group is node-aware.
+struct Group::Impl::NodeLayout {
+  bool node_aware = false;
+  uint32_t nodes = 0;
+  std::vector<uint32_t> node_of;     ///< node index of each group rank
+  std::vector<uint32_t> leaders;     ///< each node's lowest rank, by node index
+  std::vector<uint32_t> node_ranks;  ///< this rank's node, lowest first
+  bool leader = true;
+  uint32_t engine_rank = 0, engine_size = 0;
+
+  static NodeLayout of(std::span<const uint64_t> hosts, uint32_t rank, NodeAware mode);
 };
 
 /// Group::create with every knob given (the library's own tools and tests;

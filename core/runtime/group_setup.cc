@@ -35,7 +35,9 @@ struct SetupRecord {
   // the same error instead of the others waiting for it in the allgather.
   uint32_t ok = 1;
   char reason[200] = {};
-  uint64_t host = 0;  // host_key(): which ranks share this rank's network stack
+  uint64_t host = 0;        // host_key(): which ranks share this rank's network stack
+  uint64_t node = 0;        // node_key(): which ranks share a node
+  uint32_t node_aware = 0;  // this rank's node_aware knob
 };
 
 struct JoinRecord {
@@ -77,6 +79,8 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
   }
   mine.auth = config.auth ? 1 : 0;
   mine.host = host_key();
+  mine.node = node_key();
+  mine.node_aware = static_cast<uint32_t>(config.node_aware);
   if (local && config.auth && !auth_available()) local = make_frame_auth(AuthKey{}).status();
   if (local && config.auth && bootstrap.size() > kAuthMaxRanks) {
     local = make_error(Errc::kInvalidArgument, "auth=on supports groups of up to " +
@@ -118,9 +122,20 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
                         "rank " + std::to_string(r) + " cannot create the group: " + all[r].reason);
     }
   }
+  for (uint32_t r = 0; r < all.size(); ++r) {
+    if (all[r].node_aware != all[0].node_aware) {
+      return make_error(Errc::kMismatch, "rank " + std::to_string(r) +
+                                             " has another node_aware than rank 0 (set "
+                                             "IBBCAST_NODE_AWARE alike on every rank)");
+    }
+  }
+  std::vector<uint64_t> hosts(all.size());
+  for (uint32_t r = 0; r < all.size(); ++r)
+    hosts[r] = all[r].node;
+  const NodeLayout layout = NodeLayout::of(hosts, bootstrap.rank(), config.node_aware);
   EngineIdentity id;
-  id.rank = bootstrap.rank();
-  id.size = bootstrap.size();
+  id.rank = layout.engine_rank;
+  id.size = layout.engine_size;
   id.session = all[0].session;
   id.fragment_size = mine.max_fragment;
   for (const auto& r : all)
@@ -151,6 +166,17 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
 
   std::unique_ptr<Impl> g(new Impl());
   g->transport_ = &transport;
+  g->rank_ = bootstrap.rank();
+  g->size_ = bootstrap.size();
+  g->nodes_ = layout.nodes;
+  g->leader_ = layout.leader;
+  if (layout.node_aware) {
+    g->engine_to_world_ = layout.leaders;
+    g->world_to_engine_.assign(g->size_, layout.nodes);
+    for (uint32_t n = 0; n < layout.nodes; ++n)
+      g->world_to_engine_[layout.leaders[n]] = n;
+    g->node_of_ = layout.node_of;
+  }
   g->print_statistics_ = config.print_statistics;
   // The key reaches the reliable channel here, when it is made (after the
   // key exchange above): its own datagrams are tagged too.
@@ -167,7 +193,11 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
   JoinRecord join;
   const bool wants_multicast = config.multicast && (config.algorithm == Algorithm::kAuto ||
                                                     config.algorithm == Algorithm::kTwoStage);
-  if (!wants_multicast) {
+  // In a node-aware group only the leaders join; the others have nothing to say.
+  const uint32_t ring = layout.node_aware ? layout.nodes : id.size;
+  if (!layout.leader) {
+    join.ok = 1;
+  } else if (!wants_multicast) {
     std::snprintf(join.reason, sizeof join.reason, "%s", "multicast disabled by configuration");
   } else if (!caps.native_multicast) {
     std::snprintf(join.reason, sizeof join.reason, "%s transport has no multicast",
@@ -175,8 +205,10 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
   } else if (id.size > 1) {
     MulticastOptions mo;
     mo.host_peers = false;
-    for (uint32_t r = 0; r < all.size(); ++r)
-      mo.host_peers |= r != id.rank && all[r].host == mine.host;
+    for (uint32_t r = 0; r < all.size(); ++r) {
+      const bool joins = !layout.node_aware || layout.leaders[layout.node_of[r]] == r;
+      mo.host_peers |= joins && r != bootstrap.rank() && all[r].host == mine.host;
+    }
     auto ch = transport.open_multicast(address, mo);
     if (ch) {
       g->mcast_ = std::move(*ch);
@@ -187,7 +219,7 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
   }
   std::vector<JoinRecord> joins;
   IBBCAST_RETURN_IF_ERROR(allgather_records(bootstrap, join, joins));
-  id.multicast_ok = id.size > 1;
+  id.multicast_ok = ring > 1;
   for (uint32_t r = 0; r < joins.size() && id.multicast_ok; ++r) {
     if (joins[r].ok == 0) {
       id.multicast_ok = false;
@@ -195,7 +227,7 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
       g->fallback_reason_ = "rank " + std::to_string(r) + ": " + joins[r].reason;
     }
   }
-  if (!id.multicast_ok && id.size > 1 && config.algorithm == Algorithm::kTwoStage) {
+  if (!id.multicast_ok && ring > 1 && config.algorithm == Algorithm::kTwoStage) {
     // Asked for by name, two-stage is honoured or refused; only auto falls
     // back. Every rank knows every join, so all of them refuse alike.
     const std::string why = !config.multicast        ? std::string("multicast=off")
@@ -208,7 +240,7 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
   if (!id.multicast_ok) {
     // Every rank leaves together, so no rank multicasts to a group others left.
     g->mcast_.reset();
-    if (id.rank == 0 && wants_multicast && id.size > 1 && caps.native_multicast) {
+    if (bootstrap.rank() == 0 && wants_multicast && ring > 1 && caps.native_multicast) {
       log_warning("multicast unavailable (" + g->fallback_reason_ +
                   "); this group uses point-to-point broadcasts");
     }
@@ -217,7 +249,7 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
   if (all[0].calibrated != 0) {
     const LogGP m{all[0].loggp[0], all[0].loggp[1], all[0].loggp[2], all[0].loggp[3]};
     CalibrationInput in;
-    in.p = std::max<uint32_t>(id.size, 2);
+    in.p = std::max<uint32_t>(ring, 2);
     in.fragment_size = id.fragment_size;
     in.multicast = id.multicast_ok;
     const Calibration c = calibrate(m, in);
@@ -228,6 +260,7 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
     g->calibration_ = c;
   }
   g->engine_ = std::make_unique<Engine>(effective, id);
+  if (layout.node_aware) IBBCAST_RETURN_IF_ERROR(setup_nodes(*g, bootstrap, layout, config));
   // Back to the application, which may compute for a long time before its
   // first broadcast while its peers already send to it (or, done, leave).
   g->p2p_->hand_off();

@@ -5,6 +5,18 @@
 
 namespace ibbcast {
 
+namespace {
+thread_local uint64_t thread_key = 0;
+}  // namespace
+
+void set_thread_node_key(uint64_t key) {
+  thread_key = key;
+}
+
+uint64_t node_key() {
+  return thread_key != 0 ? thread_key : host_key();
+}
+
 uint64_t host_key() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);

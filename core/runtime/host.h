@@ -10,4 +10,14 @@ namespace ibbcast {
 /// only through a network, like separate hosts, so they count as separate.
 uint64_t host_key();
 
+/// Which node a rank is on, for node-aware groups: host_key(), unless the
+/// calling thread set another.
+uint64_t node_key();
+
+/// Makes node_key() return `key` on the calling thread (0: host_key() again).
+/// For ranks as threads standing for ranks on several nodes, so that
+/// node-aware groups can be tested in one process; the network stack they
+/// share is still one (host_key() is unchanged).
+void set_thread_node_key(uint64_t key);
+
 }  // namespace ibbcast

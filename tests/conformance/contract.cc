@@ -250,6 +250,7 @@ std::span<const Check> contract() {
       {"AuthenticatedBroadcastsByteExact", 4, false, authenticated_broadcasts},
       {"LargeBroadcastThenForeignCollective", 3, false, large_broadcast_then_foreign_collective},
       {"GroupCyclesLeaveNothingBehind", 3, false, group_cycles_leave_nothing},
+      {"NodeAwareBroadcastsByteExact", 5, false, node_aware_broadcasts},
   };
   return kChecks;
 }

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "core/runtime/group.h"
+#include "core/runtime/host.h"
 #include "testing/local_ranks.h"
 #include "tests/conformance/contract.h"
 
@@ -78,6 +79,106 @@ Status large_broadcast_then_foreign_collective(Transport& transport, Bootstrap& 
                                         std::to_string(boot.rank()) + ": " + st.to_string());
     }
     IBBCAST_RETURN_IF_ERROR(boot.barrier());
+  }
+  return first;
+}
+
+}  // namespace ibbcast::conformance
+
+namespace ibbcast::conformance {
+namespace {
+
+// Checks one broadcast's bytes; the first failure is kept with where it was.
+void expect_bytes(Status st, const std::vector<std::byte>& got, const std::vector<std::byte>& want,
+                  const std::string& what, Status& first) {
+  if (st && got != want) {
+    const auto at = std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin();
+    st = make_error(Errc::kCorrupt, "wrong bytes from offset " + std::to_string(at));
+  }
+  if (!st && first) first = make_error(st.code(), what + ": " + st.to_string());
+}
+
+}  // namespace
+
+Status node_aware_broadcasts(Transport& transport, Bootstrap& boot) {
+  const uint32_t n = boot.size(), me = boot.rank();
+  set_thread_node_key(0x6e6f6465000 + me / 2);
+  struct Restore {
+    ~Restore() { set_thread_node_key(0); }
+  } restore;
+  Status first = Status::ok();
+  uint64_t seed = 500;
+  for (const Algorithm algo : {Algorithm::kTwoStage, Algorithm::kBinomial, Algorithm::kAuto}) {
+    // Two-stage asked for by name needs multicast (and is refused without it).
+    if (algo == Algorithm::kTwoStage && !transport.capabilities().native_multicast) continue;
+    const std::string name(algorithm_name(algo));
+    EngineConfig cfg;
+    cfg.algorithm = algo;
+    cfg.node_aware = NodeAware::kOn;
+    cfg.node_buffer = 64 << 10;  // 1 MiB goes round it 16 times
+    auto g = create_group(transport, boot, cfg);
+    if (!g) return make_error(g.status().code(), name + ": " + g.status().to_string());
+    Group::Impl& impl = (*g)->impl();
+    if (!impl.node_aware() || impl.nodes() != (n + 1) / 2 || (*g)->rank() != me ||
+        (*g)->size() != n) {
+      first = make_error(Errc::kInternal, name + ": rank " + std::to_string(me) +
+                                              " is not in a node-aware group of " +
+                                              std::to_string((n + 1) / 2) + " nodes");
+    }
+    // Every root in turn runs even after a failure, so that no peer is left waiting.
+    for (const std::size_t size :
+         {std::size_t{0}, std::size_t{1}, std::size_t{100003}, std::size_t{1} << 20}) {
+      for (const uint32_t root : {0u, 1u % n, n - 1}) {
+        const auto want = local::pattern(size, ++seed);
+        std::vector<std::byte> buf = me == root ? want : std::vector<std::byte>(size);
+        Status st = (*g)->bcast(root, buf.data(), size);
+        expect_bytes(st, buf, want,
+                     name + " " + std::to_string(size) + " B root " + std::to_string(root) +
+                         " rank " + std::to_string(me),
+                     first);
+      }
+    }
+    // Three at once, from a non-leader, a leader and the last rank, waited
+    // for last first.
+    const uint32_t roots[3] = {1u % n, 0u, n - 1};
+    std::vector<std::byte> want[3], buf[3];
+    uint64_t req[3] = {};
+    bool posted[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      want[k] = local::pattern(70000, ++seed);
+      buf[k] = me == roots[k] ? want[k] : std::vector<std::byte>(want[k].size());
+      auto r = (*g)->ibcast(roots[k], buf[k].data(), buf[k].size());
+      if (r) {
+        req[k] = *r;
+        posted[k] = true;
+      } else if (first) {
+        first = make_error(r.status().code(),
+                           name + " ibcast " + std::to_string(k) + ": " + r.status().to_string());
+      }
+    }
+    for (int k = 2; k >= 0; --k) {
+      if (!posted[k]) continue;
+      expect_bytes((*g)->wait(req[k]), buf[k], want[k],
+                   name + " ibcast " + std::to_string(k) + " rank " + std::to_string(me), first);
+    }
+    // Only the leaders take the multicast datagrams.
+    const uint64_t useful = impl.stats().datagrams_useful;
+    std::vector<uint64_t> all(n);
+    IBBCAST_RETURN_IF_ERROR(boot.allgather(std::as_bytes(std::span(&useful, 1)),
+                                           std::as_writable_bytes(std::span(all))));
+    if (algo == Algorithm::kTwoStage && transport.capabilities().native_multicast && first &&
+        (*g)->multicast_active()) {
+      uint64_t leaders = 0;
+      for (uint32_t r = 0; r < n; ++r) {
+        if (r % 2 == 1 && all[r] != 0) {
+          first = make_error(Errc::kInternal, "two_stage: rank " + std::to_string(r) +
+                                                  ", not a leader, took multicast datagrams");
+        }
+        if (r % 2 == 0) leaders += all[r];
+      }
+      if (first && leaders == 0)
+        first = make_error(Errc::kInternal, "two_stage: no fragment reached a leader by multicast");
+    }
   }
   return first;
 }

@@ -1,8 +1,8 @@
 // The node step's shared-memory segment across real processes (fork): every
-// member gets every byte through a ring much smaller than the stream; a dead
-// member or leader is an error on the other side at once, a failed
-// broadcast reaches the members with its reason.
-#include "transports/shm/node_segment.h"
+// rank gets every byte of broadcasts written by different ranks through a
+// ring much smaller than them; a dead rank is an error on the others at once,
+// naming it; a failed broadcast reaches the others with its reason.
+#include "core/runtime/node_segment.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <chrono>
 #include <vector>
 
-namespace ibbcast::shm {
+namespace ibbcast {
 namespace {
 
 using namespace std::chrono_literals;
@@ -21,21 +21,40 @@ std::byte pattern(uint64_t i) {
   return static_cast<std::byte>((i * 131 + (i >> 13)) & 0xff);
 }
 
-// A member process: receives `total` bytes in pieces of `piece`, checks each;
-// exits 0 when all matched, 1 on a wrong byte, 2 on an error.
-[[noreturn]] void member(const SegmentAddress& at, uint32_t index, uint64_t total,
-                         std::size_t piece) {
-  auto seg = NodeSegment::open(at, index);
-  if (!seg) _exit(2);
-  std::vector<std::byte> buf(piece);
-  for (uint64_t got = 0; got < total;) {
-    const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(piece, total - got));
-    if (!(*seg)->receive(std::span(buf.data(), n), 20s)) _exit(2);
-    for (std::size_t i = 0; i < n; ++i)
-      if (buf[i] != pattern(got + i)) _exit(1);
-    got += n;
+constexpr uint64_t kBroadcast = 4u << 20;  // two broadcasts of this size, 64x the ring
+
+void fill(std::span<std::byte> b, uint64_t at) {
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = pattern(at + i);
+}
+
+// Rank `slot` of the node: broadcast 0 is the leader's, broadcast 1 is
+// written by `writer`; every other rank reads it, in pieces of `piece`.
+// Exits 0 when every byte matched, 1 on a wrong byte, 2 on an error.
+int take_part(NodeSegment& seg, uint32_t slot, uint32_t writer, std::size_t piece) {
+  std::vector<std::byte> buf(kBroadcast);
+  for (uint32_t b = 0; b < 2; ++b) {
+    const uint64_t at = b * kBroadcast;
+    if ((b == 0 ? 0 : writer) == slot) {
+      fill(buf, at);
+      if (!seg.write(at, buf, 20s)) return 2;
+      continue;
+    }
+    for (uint64_t got = 0; got < kBroadcast;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(piece, kBroadcast - got));
+      if (!seg.read(at + got, std::span(buf.data(), n), 20s)) return 2;
+      for (std::size_t i = 0; i < n; ++i)
+        if (buf[i] != pattern(at + got + i)) return 1;
+      got += n;
+    }
   }
-  _exit(0);
+  return 0;
+}
+
+[[noreturn]] void rank_process(const SegmentAddress& at, uint32_t slot, uint32_t writer) {
+  auto seg = NodeSegment::open(at, slot, 10 + slot);
+  if (!seg) _exit(2);
+  _exit(take_part(**seg, slot, writer, 1000 + 7777 * slot));
 }
 
 int exit_code(pid_t pid) {
@@ -44,70 +63,59 @@ int exit_code(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
 }
 
-TEST(NodeSegment, EveryMemberGetsEveryByteThroughASmallRing) {
-  constexpr uint32_t kMembers = 3;
-  constexpr uint64_t kTotal = 8u << 20;
-  auto seg = NodeSegment::create(kMembers, 64 << 10);
+TEST(NodeSegment, EveryRankGetsEveryByteThroughASmallRing) {
+  constexpr uint32_t kRanks = 4, kWriter = 2;
+  auto seg = NodeSegment::create(kRanks, 64 << 10, 10);
   ASSERT_TRUE(seg) << seg.status().to_string();
   std::vector<pid_t> kids;
-  for (uint32_t m = 0; m < kMembers; ++m) {
+  for (uint32_t slot = 1; slot < kRanks; ++slot) {
     const pid_t pid = ::fork();
-    if (pid == 0) member((*seg)->address(), m, kTotal, 1000 + 7777 * m);
+    if (pid == 0) rank_process((*seg)->address(), slot, kWriter);
     kids.push_back(pid);
   }
-  ASSERT_TRUE((*seg)->wait_members(20s));
-  std::vector<std::byte> chunk(50000);
-  for (uint64_t sent = 0; sent < kTotal;) {
-    const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(chunk.size(), kTotal - sent));
-    for (std::size_t i = 0; i < n; ++i)
-      chunk[i] = pattern(sent + i);
-    Status st = (*seg)->publish(std::span<const std::byte>(chunk.data(), n), 20s);
-    ASSERT_TRUE(st) << st.to_string();
-    sent += n;
-  }
-  EXPECT_TRUE((*seg)->wait_drained(20s));
+  ASSERT_TRUE((*seg)->wait_joined(20s));
+  EXPECT_EQ(take_part(**seg, 0, kWriter, 50000), 0);
   for (pid_t k : kids)
     EXPECT_EQ(exit_code(k), 0);
 }
 
-TEST(NodeSegment, ADeadMemberFailsTheLeadersPublish) {
-  auto seg = NodeSegment::create(2, 4096);
+TEST(NodeSegment, ADeadRankFailsTheWriterNamingIt) {
+  auto seg = NodeSegment::create(3, 4096, 10);
   ASSERT_TRUE(seg);
   const pid_t good = ::fork();
-  if (good == 0) member((*seg)->address(), 0, 1u << 20, 4096);
+  if (good == 0) rank_process((*seg)->address(), 1, 0);
   const pid_t dies = ::fork();
   if (dies == 0) {
-    auto s = NodeSegment::open((*seg)->address(), 1);
+    auto s = NodeSegment::open((*seg)->address(), 2, 12);
     ::raise(SIGKILL);
     _exit(3);
   }
-  ASSERT_TRUE((*seg)->wait_members(20s));
+  ASSERT_TRUE((*seg)->wait_joined(20s));
   EXPECT_EQ(exit_code(dies), 100 + SIGKILL);
   std::vector<std::byte> data(1u << 20);
-  for (std::size_t i = 0; i < data.size(); ++i)
-    data[i] = pattern(i);
+  fill(data, 0);
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = (*seg)->publish(data);  // no timeout: only the death ends it
+  Status st = (*seg)->write(0, data);  // no timeout: only the death ends it
   EXPECT_EQ(st.code(), Errc::kPeerFailed) << st.to_string();
-  EXPECT_NE(st.message().find("member 1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("rank 12 "), std::string::npos) << st.message();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   ::kill(good, SIGKILL);
   (void)exit_code(good);
 }
 
-TEST(NodeSegment, ADeadLeaderOrAFailedBroadcastEndsTheMembersWait) {
+TEST(NodeSegment, ADeadWriterOrAFailedBroadcastEndsTheReadersWait) {
   for (const bool kill_leader : {true, false}) {
     int to_member[2];
     ASSERT_EQ(::pipe(to_member), 0);
     const pid_t leader = ::fork();
     if (leader == 0) {
-      auto seg = NodeSegment::create(1, 4096);
+      auto seg = NodeSegment::create(2, 4096, 10);
       if (!seg) _exit(2);
       const SegmentAddress at = (*seg)->address();
       if (::write(to_member[1], &at, sizeof at) != sizeof at) _exit(2);
-      if (!(*seg)->wait_members(20s)) _exit(2);
+      if (!(*seg)->wait_joined(20s)) _exit(2);
       std::vector<std::byte> half(1000, std::byte{7});
-      if (!(*seg)->publish(half)) _exit(2);
+      if (!(*seg)->write(0, half)) _exit(2);
       if (kill_leader) ::raise(SIGKILL);
       (*seg)->fail("rank 5 failed: it left the group");
       ::pause();  // stays alive: the member must learn it from the segment
@@ -115,12 +123,12 @@ TEST(NodeSegment, ADeadLeaderOrAFailedBroadcastEndsTheMembersWait) {
     }
     SegmentAddress at;
     ASSERT_EQ(::read(to_member[0], &at, sizeof at), static_cast<ssize_t>(sizeof at));
-    auto seg = NodeSegment::open(at, 0);
+    auto seg = NodeSegment::open(at, 1, 11);
     ASSERT_TRUE(seg) << seg.status().to_string();
     std::vector<std::byte> out(2000);
-    Status st = (*seg)->receive(out);  // no timeout: the death or the failure ends it
+    Status st = (*seg)->read(0, out);  // no timeout: the death or the failure ends it
     EXPECT_EQ(st.code(), Errc::kPeerFailed) << st.to_string();
-    EXPECT_NE(st.message().find(kill_leader ? "leader died" : "rank 5 failed"), std::string::npos)
+    EXPECT_NE(st.message().find(kill_leader ? "rank 10 (pid" : "rank 5 failed"), std::string::npos)
         << st.message();
     if (kill_leader) {
       EXPECT_EQ(out[999], std::byte{7});  // what it published before dying
@@ -133,4 +141,4 @@ TEST(NodeSegment, ADeadLeaderOrAFailedBroadcastEndsTheMembersWait) {
 }
 
 }  // namespace
-}  // namespace ibbcast::shm
+}  // namespace ibbcast

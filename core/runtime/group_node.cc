@@ -1,0 +1,273 @@
+// Node-aware groups: the engine runs among one rank per node (its leader,
+// the node's lowest rank), so only leaders take the multicast datagrams and
+// make the ring's hops, and the ranks of a node pass each broadcast through
+// the node's shared segment (core/runtime/node_segment.h).
+//
+// A broadcast appends its bytes to the node's stream exactly once: the root
+// writes them when it is on this node, the leader otherwise, once its
+// engine broadcast is done; every other rank of the node copies them out.
+// So on the root's node a non-leader root hands its buffer to the leader
+// (and to the rest of the node) through the segment, and the leader then
+// broadcasts it to the other nodes as the engine's root.
+//
+// A rank takes one broadcast at a time through the segment: posting one
+// first finishes the earlier ones (every rank posts in the same order, so
+// this waits only for what the collective needs anyway).
+//
+// Failures cross both ways. A rank of the node that dies, or a node's
+// leader whose broadcast failed, marks the segment failed, so the node's
+// other ranks fail too; a leader that learns a failure from the segment
+// leaves the ring at once (P2pChannel::depart), so the other nodes fail.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "core/protocol/decide.h"
+#include "core/runtime/group.h"
+
+namespace ibbcast {
+
+Group::Impl::NodeLayout Group::Impl::NodeLayout::of(std::span<const uint64_t> hosts, uint32_t rank,
+                                                    NodeAware mode) {
+  NodeLayout l;
+  const auto size = static_cast<uint32_t>(hosts.size());
+  l.node_of.assign(size, 0);
+  std::vector<uint32_t> counts;
+  for (uint32_t r = 0; r < size; ++r) {
+    uint32_t n = 0;
+    while (n < l.leaders.size() && hosts[l.leaders[n]] != hosts[r])
+      ++n;
+    if (n == l.leaders.size()) {
+      l.leaders.push_back(r);
+      counts.push_back(0);
+    }
+    l.node_of[r] = n;
+    ++counts[n];
+  }
+  l.nodes = static_cast<uint32_t>(l.leaders.size());
+  const bool crowded = std::any_of(counts.begin(), counts.end(), [](uint32_t c) { return c > 1; });
+  switch (mode) {
+    case NodeAware::kOn:
+      l.node_aware = size > 1;
+      break;
+    case NodeAware::kOff:
+      break;
+    case NodeAware::kAuto:
+      // A group on one host stays flat: it is the fabric's own test, and an
+      // MPI's shared memory serves such a communicator better anyway.
+      l.node_aware = l.nodes > 1 && crowded;
+      break;
+  }
+  if (!l.node_aware) {
+    l.engine_rank = rank;
+    l.engine_size = size;
+    return l;
+  }
+  const uint32_t mine = l.node_of[rank];
+  for (uint32_t r = 0; r < size; ++r)
+    if (l.node_of[r] == mine) l.node_ranks.push_back(r);
+  l.leader = l.leaders[mine] == rank;
+  l.engine_rank = l.leader ? mine : 0;
+  l.engine_size = l.leader ? l.nodes : 1;
+  return l;
+}
+
+namespace {
+
+// What every rank says in the two exchanges that set the segments up.
+struct SegmentRecord {
+  int32_t pid = 0;
+  int32_t fd = -1;
+  uint32_t ok = 1;
+  char reason[244] = {};
+};
+
+Status gather(Bootstrap& b, const SegmentRecord& mine, std::vector<SegmentRecord>& all) {
+  all.resize(b.size());
+  return b.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
+}
+
+// Every rank returns the same error when any rank failed.
+Status first_failure(std::vector<SegmentRecord>& all, const char* what) {
+  for (uint32_t r = 0; r < all.size(); ++r) {
+    if (all[r].ok != 0) continue;
+    all[r].reason[sizeof all[r].reason - 1] = '\0';
+    return make_error(Errc::kNoResource,
+                      "rank " + std::to_string(r) + " cannot " + what + ": " + all[r].reason);
+  }
+  return Status::ok();
+}
+
+void say_why(SegmentRecord& rec, const Status& st) {
+  rec.ok = 0;
+  std::snprintf(rec.reason, sizeof rec.reason, "%s", st.to_string().c_str());
+}
+
+}  // namespace
+
+Status Group::Impl::setup_nodes(Impl& g, Bootstrap& bootstrap, const NodeLayout& layout,
+                                const EngineConfig& config) {
+  const auto ranks = static_cast<uint32_t>(layout.node_ranks.size());
+  SegmentRecord made;
+  if (layout.leader && ranks > 1) {
+    auto seg = NodeSegment::create(ranks, config.node_buffer, g.rank_);
+    if (seg) {
+      g.segment_ = std::move(*seg);
+      made.pid = g.segment_->address().pid;
+      made.fd = g.segment_->address().fd;
+    } else {
+      say_why(made, seg.status());
+    }
+  }
+  std::vector<SegmentRecord> all;
+  IBBCAST_RETURN_IF_ERROR(gather(bootstrap, made, all));
+  IBBCAST_RETURN_IF_ERROR(first_failure(all, "make its node's shared segment"));
+  SegmentRecord opened;
+  if (!layout.leader) {
+    const SegmentRecord& lead = all[layout.leaders[layout.node_of[g.rank_]]];
+    const auto slot = static_cast<uint32_t>(
+        std::find(layout.node_ranks.begin(), layout.node_ranks.end(), g.rank_) -
+        layout.node_ranks.begin());
+    auto seg = NodeSegment::open(SegmentAddress{lead.pid, lead.fd}, slot, g.rank_);
+    if (seg) {
+      g.segment_ = std::move(*seg);
+    } else {
+      say_why(opened, seg.status());
+    }
+  }
+  IBBCAST_RETURN_IF_ERROR(gather(bootstrap, opened, all));
+  return first_failure(all, "open its node's shared segment");
+}
+
+Nanos Group::Impl::timeout() const {
+  return engine_->config().timeout;
+}
+
+Status Group::Impl::node_fail(const Status& why) {
+  if (node_status_.is_ok()) node_status_ = why;
+  if (segment_) segment_->fail(why.message());
+  if (leader_ && !departed_ && p2p_) {
+    // The other nodes learn it from the ring's channel, as from a dead rank.
+    departed_ = true;
+    p2p_->depart(false, Nanos(0));
+  }
+  return why;
+}
+
+Result<uint64_t> Group::Impl::node_ibcast(uint32_t root, std::span<std::byte> buffer) {
+  if (root >= size_) {
+    return make_error(Errc::kInvalidArgument, "root " + std::to_string(root) +
+                                                  " is not a rank of this group of " +
+                                                  std::to_string(size_));
+  }
+  IBBCAST_RETURN_IF_ERROR(health());
+  for (auto& [id, op] : node_ops_)
+    if (op.step != NodeOp::Step::kDone) advance(op, true);
+  IBBCAST_RETURN_IF_ERROR(health());
+
+  NodeOp op;
+  op.buffer = buffer;
+  op.at = stream_at_;
+  stream_at_ += buffer.size();
+  const uint32_t root_node = node_of_[root];
+  const bool here = root_node == node_of_[rank_];
+  Status st;
+  // The segment's waits block this thread: a reliable channel that needs
+  // progress (UCX) gets its helper meanwhile, as while the application is away.
+  p2p_->hand_off();
+  if (!leader_) {
+    // What the leaders run (the same decision, over the nodes).
+    const EngineConfig& cfg = engine_->config();
+    op.algorithm = cfg.algorithm != Algorithm::kAuto
+                       ? cfg.algorithm
+                       : decide_algorithm(cfg, nodes_, buffer.size(), multicast_active());
+    op.step = NodeOp::Step::kRead;
+    if (root == rank_) {
+      st = segment_->write(op.at, buffer, timeout());
+      op.step = NodeOp::Step::kDone;
+    }
+  } else {
+    // The root's bytes reach this node's leader through the segment.
+    if (here && root != rank_) st = segment_->read(op.at, buffer, timeout());
+    if (st) {
+      auto req = engine_ibcast(root_node, buffer);
+      if (req) {
+        op.engine_op = *req;
+        op.algorithm = engine_->op_algorithm(*req);
+        const bool write = segment_ && (root == rank_ || !here);
+        op.step = write ? NodeOp::Step::kEngineThenWrite : NodeOp::Step::kEngine;
+      } else {
+        st = req.status();
+      }
+    }
+  }
+  if (!st) return node_fail(st);
+  const uint64_t id = next_node_op_++;
+  node_ops_.emplace(id, op);
+  return id;
+}
+
+void Group::Impl::advance(NodeOp& op, bool block) {
+  Status st;
+  switch (op.step) {
+    case NodeOp::Step::kDone:
+      return;
+    case NodeOp::Step::kRead: {
+      auto rest = op.buffer.subspan(op.copied);
+      if (block) {
+        p2p_->hand_off();
+        st = segment_->read(op.at + op.copied, rest, timeout());
+        if (st) op.copied = op.buffer.size();
+      } else if (auto n = segment_->try_read(op.at + op.copied, rest)) {
+        op.copied += *n;
+      } else {
+        st = n.status();
+      }
+      if (st && op.copied < op.buffer.size()) return;
+      break;
+    }
+    case NodeOp::Step::kEngine:
+    case NodeOp::Step::kEngineThenWrite: {
+      if (block) {
+        st = engine_wait(op.engine_op);
+      } else {
+        auto r = engine_test(op.engine_op);
+        if (r && !*r) return;
+        if (!r) st = r.status();
+      }
+      op.engine_op = 0;
+      if (st && op.step == NodeOp::Step::kEngineThenWrite) {
+        p2p_->hand_off();
+        st = segment_->write(op.at, op.buffer, timeout());
+      }
+      break;
+    }
+  }
+  op.status = st ? st : node_fail(st);
+  op.step = NodeOp::Step::kDone;
+}
+
+Result<bool> Group::Impl::node_test(uint64_t request) {
+  auto it = node_ops_.find(request);
+  if (it == node_ops_.end())
+    return make_error(Errc::kInvalidArgument, "unknown request " + std::to_string(request));
+  IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
+  advance(it->second, false);
+  if (it->second.step != NodeOp::Step::kDone) return false;
+  const Status st = it->second.status;
+  node_ops_.erase(it);
+  if (!st) return st;
+  return true;
+}
+
+Status Group::Impl::node_wait(uint64_t request) {
+  auto it = node_ops_.find(request);
+  if (it == node_ops_.end())
+    return make_error(Errc::kInvalidArgument, "unknown request " + std::to_string(request));
+  advance(it->second, true);
+  const Status st = it->second.status;
+  node_ops_.erase(it);
+  return st;
+}
+
+}  // namespace ibbcast
