@@ -162,6 +162,8 @@ int ibbcast_mpi_comm_stats(MPI_Comm comm, ibbcast_mpi_stats* out) {
   out->barrier_calls = s->counters.barrier_calls;
   out->multicast_active = s->group() != nullptr && s->group()->multicast_active() ? 1 : 0;
   if (s->group() != nullptr) {
+    out->nodes = s->group()->impl().nodes();
+    out->node_aware = s->group()->impl().node_aware() ? 1 : 0;
     for (const auto& c : s->group()->impl().channel_counters()) {
       if (c.name == "reg_hits") out->reg_hits = c.value;
       if (c.name == "reg_misses") out->reg_misses = c.value;

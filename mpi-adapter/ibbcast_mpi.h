@@ -25,6 +25,10 @@ typedef struct ibbcast_mpi_stats {
   uint64_t reg_misses;        /* a broadcast registered its buffer */
   uint64_t reg_invalidations; /* cached registrations dropped: their pages were unmapped */
   uint64_t memh_sends;        /* stage-2 sends that passed UCX the registration */
+  /* Node-aware groups: one leader per node takes the multicast and the ring,
+   * the node's other ranks copy from a shared segment */
+  uint32_t nodes; /* nodes (host and network namespace) the communicator spans */
+  int node_aware; /* 1 when the group is node-aware */
 } ibbcast_mpi_stats;
 
 /* 0 on success; fills *out for comm (zeros before its first broadcast). */

@@ -97,6 +97,9 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
     groups.push_back(std::move(*g));
   }
   report.multicast = groups[0]->multicast_active() ? 1 : 0;
+  report.nodes = groups[0]->impl().nodes();
+  report.node_aware = groups[0]->impl().node_aware() ? 1 : 0;
+  report.leader = groups[0]->impl().leader() ? 1 : 0;
   if (const auto& c = groups[0]->impl().calibration(); c && boot.rank() == 0) {
     std::printf(
         "calibrated auto (rank 0's loggp): crossover_nodes %u, crossover_size %s, "

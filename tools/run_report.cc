@@ -41,6 +41,13 @@ void print_reports(const Args& args, const std::vector<RankReport>& all) {
   std::printf("ibbcast run: %zu ranks, %s bytes, root %s, %s iterations, %s multicast + %s\n",
               all.size(), option(args, "size", "256k").c_str(), option(args, "root", "0").c_str(),
               option(args, "iterations", "20").c_str(), transport.c_str(), stage2.c_str());
+  if (!all.empty() && all[0].node_aware != 0) {
+    std::string leaders;
+    for (std::size_t r = 0; r < all.size(); ++r)
+      if (all[r].leader != 0) leaders += (leaders.empty() ? "" : ",") + std::to_string(r);
+    std::printf("node-aware: %u nodes, leaders (multicast and ring) ranks %s\n", all[0].nodes,
+                leaders.c_str());
+  }
   std::printf("%4s %-17s %4s %11s %8s %8s %8s %8s %8s %s\n", "rank", "algorithm", "mc", "median_us",
               "dg_sent", "dg_rx", "useful", "dup", "repair", "result");
   uint64_t sent = 0, rx = 0, useful = 0, rejected = 0, repaired = 0, foreign = 0;

@@ -16,6 +16,7 @@ struct RankReport {
   uint32_t ok = 0;
   uint32_t multicast = 0;
   uint32_t algorithm = 0;
+  uint32_t nodes = 0, node_aware = 0, leader = 0;
   double median_us = 0;
   double last_us = 0;  ///< the last broadcast, until success or error
   uint64_t datagrams_sent = 0, datagrams_received = 0, datagrams_useful = 0;

@@ -86,6 +86,10 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   uint32_t nodes() const {
     return nodes_;
   }
+  /// Whether this rank takes part in the engine (every rank of a flat group).
+  bool leader() const {
+    return leader_;
+  }
   uint64_t session() const {
     return engine_->identity().session;
   }

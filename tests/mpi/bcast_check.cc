@@ -182,6 +182,12 @@ int main(int argc, char** argv) {
               std::to_string(s.ibcast_calls) + " nonblocking)");
     const char* mc = std::getenv("EXPECT_MULTICAST");
     if (mc != nullptr && std::strcmp(mc, "1") == 0) check(s.multicast_active == 1, "multicast off");
+    // Several nodes with several ranks each: one leader per node (node_aware=auto).
+    const char* na = std::getenv("EXPECT_NODE_AWARE");
+    if (na != nullptr && std::strcmp(na, "1") == 0) {
+      check(s.node_aware == 1 && s.nodes > 1,
+            "the group is not node-aware (" + std::to_string(s.nodes) + " nodes)");
+    }
   }
   const char* coll = std::getenv("EXPECT_COLLECTIVES");
   if (expect_ibbcast && stats != nullptr && coll != nullptr && std::strcmp(coll, "1") == 0) {
