@@ -63,9 +63,8 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   /// Called between naps while bcast/wait block, for a library that shares
   /// the ranks and needs their progress (an MPI whose pending sends a peer
   /// waits for while this rank waits for that peer). Naps are 1 ms with a hook.
-  void set_progress_hook(std::function<void()> hook) {
-    progress_hook_ = std::move(hook);
-  }
+  /// The same in a node-aware group's waits on its node's segment.
+  void set_progress_hook(std::function<void()> hook);
 
   /// ok while usable; kPeerFailed once this rank knows a peer died (sticky:
   /// every later broadcast fails at once; rebuild the group).

@@ -139,6 +139,11 @@ Status Group::Impl::setup_nodes(Impl& g, Bootstrap& bootstrap, const NodeLayout&
   return first_failure(all, "open its node's shared segment");
 }
 
+void Group::Impl::set_progress_hook(std::function<void()> hook) {
+  progress_hook_ = std::move(hook);
+  if (segment_ && progress_hook_) segment_->set_idle(progress_hook_, std::chrono::milliseconds(1));
+}
+
 Nanos Group::Impl::timeout() const {
   return engine_->config().timeout;
 }

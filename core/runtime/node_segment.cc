@@ -44,8 +44,6 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kHeaderBytes = 3 * kPage;  // Header fits: create() asserts it
-// How long one futex wait lasts before the peers' pidfds are looked at again.
-constexpr Nanos kSlice = std::chrono::milliseconds(100);
 
 Status sys_error(Errc code, const std::string& what) {
   return make_error(code, what + ": " + std::strerror(errno));
@@ -207,6 +205,16 @@ Status NodeSegment::check_alive(uint64_t need) const {
   return Status::ok();
 }
 
+void NodeSegment::set_idle(std::function<void()> idle, Nanos slice) {
+  idle_ = std::move(idle);
+  slice_ = slice;
+}
+
+void NodeSegment::pause(std::atomic<uint32_t>* word, uint32_t seen) {
+  futex_wait(word, seen, slice_);
+  if (idle_) idle_();
+}
+
 void NodeSegment::copied(uint64_t upto) {
   header_->copied[slot_].store(upto, std::memory_order_release);
   header_->copied_seq.fetch_add(1, std::memory_order_release);
@@ -219,8 +227,8 @@ Status NodeSegment::wait_joined(Nanos timeout) {
     const uint32_t seq = header_->copied_seq.load(std::memory_order_acquire);
     if (header_->joined.load(std::memory_order_acquire) >= header_->ranks) return Status::ok();
     IBBCAST_RETURN_IF_ERROR(check_alive(0));
-    futex_wait(&header_->copied_seq, seq, kSlice);
-    if (deadline.expired(kSlice))
+    pause(&header_->copied_seq, seq);
+    if (deadline.expired(slice_))
       return make_error(Errc::kTimedOut, "node segment: not every rank of the node opened it");
   }
 }
@@ -238,8 +246,8 @@ Status NodeSegment::write(uint64_t at, std::span<const std::byte> bytes, Nanos t
     if (end > at)
       return make_error(Errc::kMismatch, "node segment: the stream is past this broadcast");
     IBBCAST_RETURN_IF_ERROR(check_alive(at));
-    futex_wait(&header_->written_seq, seq, kSlice);
-    if (deadline.expired(kSlice))
+    pause(&header_->written_seq, seq);
+    if (deadline.expired(slice_))
       return make_error(Errc::kTimedOut, "node segment: an earlier broadcast was not written");
   }
   copied(at);
@@ -255,8 +263,8 @@ Status NodeSegment::write(uint64_t at, std::span<const std::byte> bytes, Nanos t
     const std::size_t room = capacity_ - static_cast<std::size_t>(pos - slowest);
     if (room == 0) {
       IBBCAST_RETURN_IF_ERROR(check_alive(end));
-      futex_wait(&header_->copied_seq, seq, kSlice);
-      if (deadline.expired(kSlice))
+      pause(&header_->copied_seq, seq);
+      if (deadline.expired(slice_))
         return make_error(Errc::kTimedOut, "node segment: a rank of the node copies nothing");
       continue;
     }
@@ -297,8 +305,8 @@ Status NodeSegment::read(uint64_t at, std::span<std::byte> out, Nanos timeout) {
       continue;
     }
     IBBCAST_RETURN_IF_ERROR(check_alive(at + out.size()));
-    futex_wait(&header_->written_seq, seq, kSlice);
-    if (deadline.expired(kSlice))
+    pause(&header_->written_seq, seq);
+    if (deadline.expired(slice_))
       return make_error(Errc::kTimedOut, "node segment: nothing was written to copy");
   }
   return Status::ok();

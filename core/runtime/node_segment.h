@@ -20,9 +20,11 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -78,6 +80,11 @@ class NodeSegment {
   /// with `why` (sticky, like the group's own failure).
   void fail(const std::string& why);
 
+  /// Waits last up to `slice` (100 ms by default) before the ranks' pidfds
+  /// are looked at again; `idle`, when set, runs after every wait (another
+  /// library whose progress a peer may need while this rank waits).
+  void set_idle(std::function<void()> idle, std::chrono::nanoseconds slice);
+
   std::size_t capacity() const { return capacity_; }
   uint32_t ranks() const;
 
@@ -89,6 +96,7 @@ class NodeSegment {
   /// kPeerFailed when a rank of the node exited before copying up to `need`.
   Status check_alive(uint64_t need) const;
   void copied(uint64_t upto);
+  void pause(std::atomic<uint32_t>* word, uint32_t seen);
 
   int fd_ = -1;
   Header* header_ = nullptr;
@@ -96,6 +104,8 @@ class NodeSegment {
   std::size_t capacity_ = 0, mapped_ = 0;
   uint32_t slot_ = 0;
   mutable std::vector<int> pidfds_;
+  std::function<void()> idle_;
+  std::chrono::nanoseconds slice_ = std::chrono::milliseconds(100);
 };
 
 }  // namespace ibbcast
