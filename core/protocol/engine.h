@@ -118,6 +118,10 @@ class Engine {
     uint32_t trailer_size = 0;  ///< bytes after a multicast frame's payload
   };
   std::optional<LandingInfo> landing_info(uint64_t op) const;
+  /// How many bytes from the start of the op's buffer hold their final
+  /// contents (the contiguous prefix of fragments it owns): what a driver
+  /// may hand on before the op completes. The whole buffer once done.
+  std::size_t ready_bytes(uint64_t op);
   /// Ops posted and not yet done (overlapping broadcasts).
   std::size_t pending_ops() const;
 

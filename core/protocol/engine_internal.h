@@ -22,6 +22,7 @@ struct Engine::Op {
   uint32_t frags = 0;
   uint32_t owned_count = 0;
   std::vector<uint64_t> owned;  // bitmap, receivers only
+  uint32_t prefix = 0;          // fragments [0, prefix) owned (Engine::ready_bytes)
   Schedule schedule;
   std::array<std::byte, kHeaderSize> header{};  // encoded once, patched per fragment
   // Children that do not depend on the fragment (every algorithm but

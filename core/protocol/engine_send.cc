@@ -222,6 +222,15 @@ std::optional<Engine::LandingInfo> Engine::landing_info(uint64_t id) const {
   return LandingInfo{op->bid, first, op->frags, id_.fragment_size, static_cast<uint32_t>(trailer)};
 }
 
+std::size_t Engine::ready_bytes(uint64_t id) {
+  Op* op = find_op(id);
+  if (op == nullptr || op->failed) return 0;
+  if (op->done || op->is_root) return op->buffer.size();
+  while (op->prefix < op->frags && op->owns(op->prefix))
+    ++op->prefix;
+  return std::min<std::size_t>(std::size_t{op->prefix} * id_.fragment_size, op->buffer.size());
+}
+
 std::size_t Engine::pending_ops() const {
   return static_cast<std::size_t>(
       std::count_if(ops_.begin(), ops_.end(), [](const auto& op) { return !op->done; }));

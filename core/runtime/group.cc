@@ -117,7 +117,7 @@ Result<bool> Group::Impl::engine_test(uint64_t request) {
   return make_error(Errc::kInvalidArgument, "unknown request " + std::to_string(request));
 }
 
-Status Group::Impl::engine_wait(uint64_t request) {
+Status Group::Impl::engine_wait(uint64_t request, const std::function<void()>& each) {
   // Without a deadline (the default) a broadcast may wait for a late peer as
   // long as it takes; after a minute without progress it says once what it
   // waits for, so that a stall does not pass for a slow peer in silence.
@@ -143,6 +143,7 @@ Status Group::Impl::engine_wait(uint64_t request) {
         max_wait, progress_hook_ ? std::chrono::milliseconds(1) : std::chrono::milliseconds(50));
     IBBCAST_RETURN_IF_ERROR(progress(true, max_wait));
     if (progress_hook_) progress_hook_();
+    if (each) each();
   }
 }
 

@@ -123,7 +123,9 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   // unless node-aware).
   Result<uint64_t> engine_ibcast(uint32_t root, std::span<std::byte> buffer);
   Result<bool> engine_test(uint64_t op);
-  Status engine_wait(uint64_t op);
+  /// `each` runs after every round of progress (a node-aware leader hands on
+  /// the fragments done so far).
+  Status engine_wait(uint64_t op, const std::function<void()>& each = {});
   uint32_t world_of(uint32_t engine_rank) const {
     return engine_to_world_.empty() ? engine_rank : engine_to_world_[engine_rank];
   }

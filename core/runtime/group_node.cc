@@ -4,8 +4,10 @@
 // the node's shared segment (core/runtime/node_segment.h).
 //
 // A broadcast appends its bytes to the node's stream exactly once: the root
-// writes them when it is on this node, the leader otherwise, once its
-// engine broadcast is done; every other rank of the node copies them out.
+// writes them when it is on this node, the leader otherwise, as its engine
+// broadcast completes them (the contiguous prefix of fragments it holds, so
+// the node step overlaps the fabric's); every other rank of the node copies
+// them out.
 // So on the root's node a non-leader root hands its buffer to the leader
 // (and to the rest of the node) through the segment, and the leader then
 // broadcasts it to the other nodes as the engine's root.
@@ -233,17 +235,31 @@ void Group::Impl::advance(NodeOp& op, bool block) {
     }
     case NodeOp::Step::kEngine:
     case NodeOp::Step::kEngineThenWrite: {
+      const bool hand_on = op.step == NodeOp::Step::kEngineThenWrite;
+      // The node step overlaps the fabric's: the fragments done so far
+      // (from the start of the buffer) go to the segment as the ring room allows.
+      auto write_ready = [this, &op, hand_on] {
+        if (!hand_on) return;
+        const std::size_t ready = engine_->ready_bytes(op.engine_op);
+        if (ready <= op.copied) return;
+        auto n =
+            segment_->try_write(op.at + op.copied, op.buffer.subspan(op.copied, ready - op.copied));
+        if (n) op.copied += *n;  // an error shows in the final write
+      };
       if (block) {
-        st = engine_wait(op.engine_op);
+        st = engine_wait(op.engine_op, write_ready);
       } else {
         auto r = engine_test(op.engine_op);
-        if (r && !*r) return;
+        if (r && !*r) {
+          write_ready();
+          return;
+        }
         if (!r) st = r.status();
       }
       op.engine_op = 0;
-      if (st && op.step == NodeOp::Step::kEngineThenWrite) {
+      if (st && hand_on) {
         p2p_->hand_off();
-        st = segment_->write(op.at, op.buffer, timeout());
+        st = segment_->write(op.at + op.copied, op.buffer.subspan(op.copied), timeout());
       }
       break;
     }

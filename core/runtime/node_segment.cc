@@ -233,49 +233,54 @@ Status NodeSegment::wait_joined(Nanos timeout) {
   }
 }
 
+Result<std::size_t> NodeSegment::try_write(uint64_t at, std::span<const std::byte> bytes) {
+  IBBCAST_RETURN_IF_ERROR(failure());
+  if (bytes.empty()) return std::size_t{0};
+  const uint64_t end = header_->written.load(std::memory_order_acquire);
+  if (end > at)
+    return make_error(Errc::kMismatch, "node segment: the stream is past this broadcast");
+  if (end < at) return std::size_t{0};  // an earlier broadcast is still being written
+  uint64_t slowest = at;
+  for (uint32_t i = 0; i < header_->ranks; ++i) {
+    if (i != slot_) slowest = std::min(slowest, header_->copied[i].load(std::memory_order_acquire));
+  }
+  const std::size_t n = std::min(capacity_ - static_cast<std::size_t>(at - slowest), bytes.size());
+  if (n == 0) return std::size_t{0};
+  copy_in(ring_, capacity_, at, bytes.data(), n);
+  header_->copied[slot_].store(at + n, std::memory_order_release);
+  header_->written.store(at + n, std::memory_order_release);
+  header_->written_seq.fetch_add(1, std::memory_order_release);
+  futex_wake(&header_->written_seq);
+  return n;
+}
+
 Status NodeSegment::write(uint64_t at, std::span<const std::byte> bytes, Nanos timeout) {
   // Nothing to order: an empty broadcast shares its offset with the next one.
   if (bytes.empty()) return failure();
   Deadline deadline(timeout);
-  // The broadcasts before this one, written by other ranks of the node.
-  for (;;) {
-    const uint32_t seq = header_->written_seq.load(std::memory_order_acquire);
-    IBBCAST_RETURN_IF_ERROR(failure());
-    const uint64_t end = header_->written.load(std::memory_order_acquire);
-    if (end == at) break;
-    if (end > at)
-      return make_error(Errc::kMismatch, "node segment: the stream is past this broadcast");
-    IBBCAST_RETURN_IF_ERROR(check_alive(at));
-    pause(&header_->written_seq, seq);
-    if (deadline.expired(slice_))
-      return make_error(Errc::kTimedOut, "node segment: an earlier broadcast was not written");
-  }
-  copied(at);
   const uint64_t end = at + bytes.size();
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const uint32_t seq = header_->copied_seq.load(std::memory_order_acquire);
-    IBBCAST_RETURN_IF_ERROR(failure());
-    const uint64_t pos = at + done;
-    uint64_t slowest = pos;
-    for (uint32_t i = 0; i < header_->ranks; ++i)
-      slowest = std::min(slowest, header_->copied[i].load(std::memory_order_acquire));
-    const std::size_t room = capacity_ - static_cast<std::size_t>(pos - slowest);
-    if (room == 0) {
-      IBBCAST_RETURN_IF_ERROR(check_alive(end));
-      pause(&header_->copied_seq, seq);
-      if (deadline.expired(slice_))
-        return make_error(Errc::kTimedOut, "node segment: a rank of the node copies nothing");
+  for (std::size_t done = 0; done < bytes.size();) {
+    const uint32_t written_seq = header_->written_seq.load(std::memory_order_acquire);
+    const uint32_t copied_seq = header_->copied_seq.load(std::memory_order_acquire);
+    auto n = try_write(at + done, bytes.subspan(done));
+    if (!n) return n.status();
+    if (*n != 0) {
+      done += *n;
+      deadline.progressed();
       continue;
     }
-    const std::size_t n = std::min(room, bytes.size() - done);
-    copy_in(ring_, capacity_, pos, bytes.data() + done, n);
-    header_->copied[slot_].store(pos + n, std::memory_order_release);
-    header_->written.store(pos + n, std::memory_order_release);
-    header_->written_seq.fetch_add(1, std::memory_order_release);
-    futex_wake(&header_->written_seq);
-    done += n;
-    deadline.progressed();
+    if (header_->written.load(std::memory_order_acquire) < at + done) {
+      // The broadcasts before this one, written by other ranks of the node.
+      IBBCAST_RETURN_IF_ERROR(check_alive(at));
+      pause(&header_->written_seq, written_seq);
+      if (deadline.expired(slice_))
+        return make_error(Errc::kTimedOut, "node segment: an earlier broadcast was not written");
+    } else {
+      IBBCAST_RETURN_IF_ERROR(check_alive(end));
+      pause(&header_->copied_seq, copied_seq);
+      if (deadline.expired(slice_))
+        return make_error(Errc::kTimedOut, "node segment: a rank of the node copies nothing");
+    }
   }
   // A rank that died with room to spare in the ring is found here, not only
   // once the ring fills.

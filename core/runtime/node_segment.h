@@ -71,6 +71,9 @@ class NodeSegment {
   /// fail(); kTimedOut after `timeout` without progress (0: none).
   Status write(uint64_t at, std::span<const std::byte> bytes,
                std::chrono::nanoseconds timeout = {});
+  /// The same without waiting: appends what the ring has room for now (0
+  /// while an earlier broadcast is still being written), returns how much.
+  Result<std::size_t> try_write(uint64_t at, std::span<const std::byte> bytes);
   /// Copies the stream's bytes [at, at + out.size()), waiting for them; `at`
   /// is where this rank's copying stands.
   Status read(uint64_t at, std::span<std::byte> out, std::chrono::nanoseconds timeout = {});

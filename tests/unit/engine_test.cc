@@ -54,6 +54,33 @@ TEST(Engine, ReceiverCompletesFromMulticastAndForwardsEachFragmentOnce) {
   EXPECT_EQ(mid.front_action(), nullptr);
 }
 
+TEST(Engine, ReadyBytesAreTheContiguousPrefixOfOwnedFragments) {
+  Engine root(two_stage(), ident(0, 3)), mid(two_stage(), ident(1, 3));
+  auto src = bytes(3 * kFrag + 10, 7);
+  auto rid = root.post(0, src, Nanos(0));
+  ASSERT_TRUE(rid.is_ok());
+  EXPECT_EQ(root.ready_bytes(*rid), src.size());  // the root holds it all from the start
+  auto frames = drain(root, Nanos(0));
+  std::vector<std::byte> dst(src.size());
+  auto id = mid.post(0, dst, Nanos(0));
+  ASSERT_TRUE(id.is_ok());
+  std::vector<std::vector<std::byte>> datagrams;
+  for (auto& [kind, f] : frames)
+    if (kind == Action::Kind::kMulticast) datagrams.push_back(f);
+  ASSERT_EQ(datagrams.size(), 4u);
+  EXPECT_EQ(mid.ready_bytes(*id), 0u);
+  mid.on_datagram(datagrams[1], Nanos(1));  // a gap at fragment 0: nothing is ready
+  EXPECT_EQ(mid.ready_bytes(*id), 0u);
+  mid.on_datagram(datagrams[0], Nanos(1));
+  EXPECT_EQ(mid.ready_bytes(*id), 2 * kFrag);
+  mid.on_datagram(datagrams[3], Nanos(1));
+  EXPECT_EQ(mid.ready_bytes(*id), 2 * kFrag);
+  mid.on_datagram(datagrams[2], Nanos(1));
+  EXPECT_EQ(mid.ready_bytes(*id), src.size());  // the short last fragment ends it
+  EXPECT_EQ(dst, src);
+  EXPECT_EQ(mid.ready_bytes(12345), 0u);  // an unknown op
+}
+
 TEST(Engine, ForeignSessionSelfAndStaleDatagramsAreCountedAndDropped) {
   Engine root(two_stage(), ident(0, 3));
   auto src = bytes(kFrag, 3);
