@@ -7,7 +7,8 @@
 // the median and 90th percentile of both and their ratio. Every received
 // byte is checked, and the adapter's statistics must show that ibbcast
 // carried the calls: a preload that silently did nothing is an error.
-// Usage: mpirun -np N [-x LD_PRELOAD=...] mpi_bcast_bench [SIZES...] [-i ITER] [-r ROOT]
+// Usage: mpirun -np N [-x LD_PRELOAD=...] mpi_bcast_bench [SIZES...] [-i ITER] [-r ROOT|rotate]
+// (-r rotate: the root moves one rank on per iteration, as IMB's Bcast does)
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -80,11 +81,14 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::vector<std::size_t> sizes;
   int iterations = 20, root = 0, bad_args = 0;
+  bool rotate = false;
   for (int a = 1; a < argc; ++a) {
     if (std::strcmp(argv[a], "-i") == 0 && a + 1 < argc) {
       iterations = std::atoi(argv[++a]);
     } else if (std::strcmp(argv[a], "-r") == 0 && a + 1 < argc) {
-      root = std::atoi(argv[++a]);
+      ++a;
+      rotate = std::strcmp(argv[a], "rotate") == 0;
+      root = rotate ? 0 : std::atoi(argv[a]);
     } else if (const std::size_t n = parse_size(argv[a]); n > 0 && n <= (std::size_t{1} << 30)) {
       sizes.push_back(n);
     } else {
@@ -116,8 +120,9 @@ int main(int argc, char** argv) {
       const bool ours_first = it % 2 == 1;
       for (int k = 0; k < 2; ++k) {
         const bool use_ours = (k == 0) == ours_first;
+        const int from = rotate ? it % size : root;
         mine[use_ours ? 0 : 1].push_back(
-            timed(use_ours ? ours : theirs, buf, n, root, rank, it, &bad));
+            timed(use_ours ? ours : theirs, buf, n, from, rank, it, &bad));
       }
     }
     for (int w = 0; w < 2; ++w) {
@@ -140,9 +145,9 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::fprintf(stderr,
                  "mpi_bcast_bench: %d wrong broadcasts on all ranks; ibbcast carried %s; "
-                 "multicast %s on rank 0\n",
+                 "multicast %s on rank 0; node-aware %s (%u nodes)\n",
                  all_bad, all_carried ? "every rank's calls" : "NOT every rank's calls",
-                 s.multicast_active ? "on" : "off");
+                 s.multicast_active ? "on" : "off", s.node_aware ? "on" : "off", s.nodes);
   }
   MPI_Finalize();
   return all_bad == 0 && all_carried == 1 ? 0 : 1;
