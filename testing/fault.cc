@@ -15,6 +15,7 @@ struct Shared {
   std::shared_ptr<FaultCounters> counters;
   std::atomic<uint64_t> frames{0};
   std::atomic<bool> dead{false};  // this rank only; counters may be shared
+  std::atomic<uint64_t> sends{0};
   bool count_and_check_dead() {
     if (spec.kill_after == 0) return false;
     if (frames.fetch_add(1) + 1 >= spec.kill_after && !dead.exchange(true)) {
@@ -136,6 +137,8 @@ class FaultyP2p final : public P2pChannel {
       : inner_(std::move(inner)), s_(std::move(s)) {}
   Result<bool> send(uint32_t peer, const Gather& frame, uint64_t token) override {
     if (s_->count_and_check_dead()) return true;  // swallowed: the rank is dead
+    if (s_->spec.send_error_after != 0 && s_->sends.fetch_add(1) >= s_->spec.send_error_after)
+      return make_error(Errc::kDeviceLost, "injected: this rank's reliable channel broke");
     return inner_->send(peer, frame, token);
   }
   std::size_t poll(std::span<P2pEvent> out) override {

@@ -27,8 +27,12 @@ struct FaultSpec {
   double truncate = 0;      ///< probability a datagram loses a random tail
   Duration delay{0};        ///< every datagram is held this long
   uint64_t kill_after = 0;  ///< after this many frames in or out the rank goes silent (0: never)
+  /// After this many reliable sends every further one fails with
+  /// kDeviceLost: this rank's own channel broke, its process lives (0: never).
+  uint64_t send_error_after = 0;
 
-  /// "drop=0.3,burst=2,dup=0.1,reorder=0.1,corrupt=0.05,truncate=0.01,delay=1ms,kill_after=50,seed=7"
+  /// "drop=0.3,burst=2,dup=0.1,reorder=0.1,corrupt=0.05,truncate=0.01,delay=1ms,kill_after=50,
+  /// send_error_after=20,seed=7"
   static Result<FaultSpec> parse(std::string_view text);
   std::string to_string() const;
 };

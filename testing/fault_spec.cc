@@ -51,12 +51,13 @@ Result<FaultSpec> FaultSpec::parse(std::string_view text) {
       auto p = parse_probability(k, v);
       if (!p) return p.status();
       *prob = *p;
-    } else if (k == "burst" || k == "seed" || k == "kill_after") {
+    } else if (k == "burst" || k == "seed" || k == "kill_after" || k == "send_error_after") {
       auto u = parse_uint(v);
       if (!u) return u.status();
       if (k == "burst") f.burst = static_cast<uint32_t>(*u == 0 ? 1 : *u);
       if (k == "seed") f.seed = *u;
       if (k == "kill_after") f.kill_after = *u;
+      if (k == "send_error_after") f.send_error_after = *u;
     } else if (k == "delay") {
       auto d = parse_duration(v);
       if (!d) return d.status();
@@ -65,7 +66,7 @@ Result<FaultSpec> FaultSpec::parse(std::string_view text) {
       return make_error(Errc::kInvalidArgument,
                         "unknown fault '" + std::string(k) +
                             "' (drop, burst, dup, reorder, corrupt, truncate, delay, kill_after, "
-                            "seed)");
+                            "send_error_after, seed)");
     }
   }
   return f;
@@ -75,7 +76,8 @@ std::string FaultSpec::to_string() const {
   std::ostringstream o;
   o << "seed=" << seed << ",drop=" << drop << ",burst=" << burst << ",dup=" << duplicate
     << ",reorder=" << reorder << ",corrupt=" << corrupt << ",truncate=" << truncate
-    << ",delay=" << format_duration(delay) << ",kill_after=" << kill_after;
+    << ",delay=" << format_duration(delay) << ",kill_after=" << kill_after
+    << ",send_error_after=" << send_error_after;
   return o.str();
 }
 

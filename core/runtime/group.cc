@@ -193,9 +193,21 @@ bool Group::Impl::pump_sends(Nanos now) {
     const uint32_t peer = world_of(a->peer);
     auto r = p2p_->send(peer, g, a->op);
     if (!r && r.status().code() == Errc::kAgain) break;
-    if (!r) {
+    if (!r && r.status().code() == Errc::kPeerFailed) {
       engine_->on_peer_failed(peer, r.status().to_string(), now);
       continue;
+    }
+    if (!r) {
+      // This rank's own channel broke: it cannot forward, so it leaves the
+      // group at once, and its peers fail as from a death instead of
+      // waiting for what it will never send.
+      engine_->on_peer_failed(rank_, "its reliable channel: " + r.status().to_string(), now);
+      if (!departed_) {
+        departed_ = true;
+        p2p_->depart(false, Nanos(0));
+      }
+      if (segment_) segment_->fail(engine_->group_status().message());
+      return true;
     }
     engine_->pop_action(*r, now);
   }

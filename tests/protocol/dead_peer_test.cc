@@ -112,9 +112,40 @@ TEST(DeadPeer, SilentDeathTimesOutDownstreamRanksAndNobodyHangs) {
   EXPECT_TRUE(out[1].first.is_ok()) << out[1].first.to_string();
   for (uint32_t r : {3u, 4u, 5u}) {
     EXPECT_EQ(out[r].first.code(), Errc::kTimedOut) << "rank " << r;
-    EXPECT_EQ(out[r].second.code(), Errc::kTimedOut) << "rank " << r;
+    // The next one times out too, unless a rank that timed out first left
+    // the group meanwhile (a failure its peers learn at once).
+    EXPECT_TRUE(out[r].second.code() == Errc::kTimedOut ||
+                out[r].second.code() == Errc::kPeerFailed)
+        << "rank " << r << ": " << out[r].second.to_string();
   }
   EXPECT_TRUE(setup.counters->killed);
+}
+
+TEST(DeadPeer, ABrokenChannelFailsItsOwnerAndThePeersThatNeedItWithoutATimeout) {
+  for (Algorithm a : {Algorithm::kTwoStage, Algorithm::kBinomial}) {
+    RankSetup setup;
+    setup.ranks = 6;
+    setup.config.algorithm = a;
+    // No deadline would end a wait for rank 2's forwards within kHangBound:
+    // only its leaving does.
+    setup.config.timeout = std::chrono::seconds(60);
+    setup.config.run_size = 0;  // a message per fragment: rank 2 has many to send
+    FaultSpec lossy = *FaultSpec::parse("drop=100%");
+    FaultSpec broken = lossy;
+    broken.send_error_after = 3;
+    setup.faults = {lossy, lossy, broken, lossy, lossy, lossy};
+    auto out = run_with_death(setup, 2, 0, 64 * 4096, false);
+    check_survivors(out, 2, std::string(algorithm_name(a)).c_str());
+    EXPECT_FALSE(out[2].first.is_ok()) << algorithm_name(a);
+    EXPECT_NE(out[2].first.message().find("rank 2 failed: its reliable channel"), std::string::npos)
+        << out[2].first.to_string();
+    // Those behind rank 2 learn it from its leaving, long before any timeout.
+    for (uint32_t r : {3u, 4u, 5u}) {
+      if (a == Algorithm::kBinomial && r != 3) continue;  // binomial from 0: only 3 is 2's child
+      EXPECT_EQ(out[r].first.code(), Errc::kPeerFailed)
+          << algorithm_name(a) << " rank " << r << ": " << out[r].first.to_string();
+    }
+  }
 }
 
 TEST(DeadPeer, PostingToAFailedGroupIsAnImmediateError) {

@@ -162,7 +162,19 @@ class P2pLoop final : public P2pChannel {
   }
   // Sends land in the receiver's queue synchronously: nothing to push.
   void hand_off() override {}
-  void depart(bool, Nanos) override {}
+  // Leaving unfinished is a failure the peers learn at once, as over UCX.
+  void depart(bool clean, Nanos) override {
+    if (clean) return;
+    std::lock_guard lock(f_->mu);
+    for (uint32_t r = 0; r < f_->ranks; ++r) {
+      Mailbox& box = f_->boxes[r];
+      if (r == rank_ || box.dead) continue;
+      if (box.messages.size() <= channel_) box.messages.resize(channel_ + 1);
+      box.messages[channel_].push_back(Message{
+          P2pEvent::Kind::kPeerFailed, rank_, {}, "left the group with a broadcast unfinished"});
+      f_->wake(r);
+    }
+  }
 
  private:
   std::shared_ptr<Fabric> f_;
