@@ -7,6 +7,11 @@
 #  - 3 ranks per node, a non-leader root, two-stage, binomial and the
 #    fragmented chain in turn: byte-exact;
 #  - node_aware=off: the same job flat, every rank takes datagrams;
+#  - one node's multicast cut off (a partition of the multicast): its leader
+#    gets everything through the ring;
+#  - auth=on while a fourth host, not in the job, floods the group with
+#    replayed, altered and forged datagrams (FORGER, tests/integration/
+#    forger_main.cc): byte-exact, the forgeries rejected by their tags;
 #  - a killed non-leader, and a killed leader with every multicast frame
 #    lost (the ring alone carries the bytes), no timeout set: every survivor
 #    returns within seconds, ok or failed, the dead leader's node and the
@@ -23,14 +28,16 @@ C=$here/support/slurm_cluster.sh
 F=$here/support/netns_fabric.sh
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root for network namespaces"; exit 77; }
 prefix=sn$(printf '%04x' $(($$ % 65536)))
-nodes=3
+nodes=3 hosts=3
+# A fourth host, in no job, is the forger's.
+[[ -x ${FORGER:-} ]] && hosts=4
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 trap '"$C" down "$prefix"' EXIT
 
-"$C" up "$prefix" "$nodes" || { echo "FAIL: the cluster did not come up"; exit 1; }
-srun() { timeout 300 "$C" run "$prefix" -- srun "$@" 2>&1; }
-job() { srun -N"$nodes" --mpi=pmix --export=ALL,UCX_TLS=tcp "$@"; }
+"$C" up "$prefix" "$hosts" || { echo "FAIL: the cluster did not come up"; exit 1; }
+srun() { timeout 300 "$C" run "$prefix" -- srun -N"$nodes" -w "h[0-$((nodes - 1))]" "$@" 2>&1; }
+job() { srun --mpi=pmix --export=ALL,UCX_TLS=tcp "$@"; }
 
 # Column 6 of run's table is dg_rx: datagrams a rank received.
 rx_of() { awk -v r="$2" '$1 == r && NF >= 9 {print $6}' <<<"$1"; }
@@ -68,6 +75,37 @@ for r in 1 2 3 4 5; do
   [[ -n $rx && $rx -gt 0 ]] || fail "node_aware=off: rank $r received ${rx:-no} datagrams"
 done
 
+# Node 1 gets no multicast at all: its leader takes everything from the ring.
+"$F" loss "$prefix" 100 h1
+out=$(job --ntasks-per-node=2 "$bin" run --udp-interface eth0 --size 1m --iterations 3 \
+  --algorithm two_stage)
+"$F" loss "$prefix" 0
+grep -q '^PASS: every rank holds' <<<"$out" || fail "node 1 without multicast: $(tail -3 <<<"$out")"
+rx=$(rx_of "$out" 2) repaired=$(awk '$1 == 2 && NF >= 9 {print $9}' <<<"$out")
+[[ $rx == 0 && ${repaired:-0} -gt 0 ]] ||
+  fail "node 1 without multicast: leader 2 received ${rx:-?} datagrams, ${repaired:-no} fragments by the ring"
+
+if [[ -x ${FORGER:-} ]]; then
+  forged=$(mktemp)
+  ip netns exec "$prefix-h3" "$FORGER" --group 239.255.77.9:47009 --interface eth0 --rate 20000 \
+    >"$forged" 2>&1 &
+  forger=$!
+  sleep 0.5
+  out=$(job --ntasks-per-node=2 "$bin" run --udp-interface eth0 --size 1m --iterations 10 \
+    --algorithm two_stage --auth on --udp-group udp4:239.255.77.9:47009)
+  kill "$forger"
+  wait "$forger"
+  grep -E '^forger:|^rejected:|^PASS' "$forged" - <<<"$out"
+  grep -q '^PASS: every rank holds' <<<"$out" || fail "forgery: $(tail -3 <<<"$out")"
+  sent=$(sed -n 's/^forger:.* sent=\([0-9]*\).*/\1/p' "$forged")
+  tags=$(sed -n 's/^rejected:.* bad_tag=\([0-9]*\).*/\1/p' <<<"$out")
+  [[ ${sent:-0} -gt 1000 && ${tags:-0} -gt 0 ]] ||
+    fail "forgery: the forger sent ${sent:-no} datagrams, ${tags:-none} rejected by their tag"
+  rm -f "$forged"
+else
+  fail "the forgery case needs FORGER (a build with OpenSSL)"
+fi
+
 # A rank killed in its last broadcast; no timeout: only the death tells.
 # Every survivor must report by itself within seconds.
 kill_case() {
@@ -101,14 +139,14 @@ kill_case 2 100 "3 4 5" --algorithm two_stage
 source "$here/support/mpi_launch.sh"
 common=IBBCAST_UDP_INTERFACE=eth0,EXPECT_IBBCAST=1,EXPECT_MULTICAST=1,EXPECT_NODE_AWARE=1,ASAN_OPTIONS=detect_leaks=0
 mpi_preload "$ompi_lib"
-out=$(srun -N"$nodes" --ntasks-per-node=2 --mpi=pmix \
+out=$(srun --ntasks-per-node=2 --mpi=pmix \
   --export=ALL,LD_PRELOAD="$preload",$common,OMPI_MCA_pml=ucx,OMPI_MCA_osc=ucx,OMPI_MCA_pml_ucx_tls=any,OMPI_MCA_pml_ucx_devices=any,UCX_TLS=tcp \
   "$ompi_check")
 grep 'checks, 0 failed here' <<<"$out"
 n=$(grep -c 'checks, 0 failed here, 0 failed on all ranks' <<<"$out")
 [[ $n -eq $((2 * nodes)) ]] || fail "Open MPI, 2 ranks per node: $n of $((2 * nodes)) ranks passed: $(tail -5 <<<"$out")"
 mpi_preload "$mpich_lib"
-out=$(srun -N"$nodes" --ntasks-per-node=2 --mpi=pmi2 --export=ALL,LD_PRELOAD="$preload",$common "$mpich_check")
+out=$(srun --ntasks-per-node=2 --mpi=pmi2 --export=ALL,LD_PRELOAD="$preload",$common "$mpich_check")
 grep 'checks, 0 failed here' <<<"$out"
 n=$(grep -c 'checks, 0 failed here, 0 failed on all ranks' <<<"$out")
 [[ $n -eq $((2 * nodes)) ]] || fail "MPICH, 2 ranks per node: $n of $((2 * nodes)) ranks passed: $(tail -5 <<<"$out")"
@@ -117,5 +155,5 @@ trap - EXIT
 "$C" down "$prefix"
 ip netns list | grep -q "^$prefix-" && fail "namespaces of $prefix left"
 [[ ! -e /var/tmp/ibbslurm-$prefix ]] || fail "/var/tmp/ibbslurm-$prefix left"
-((fails == 0)) && echo "PASS: node-aware groups under srun on $nodes namespace nodes: loss, 3 ranks per node, off, killed member and leader, Open MPI and MPICH"
+((fails == 0)) && echo "PASS: node-aware groups under srun on $nodes namespace nodes: loss, 3 ranks per node, off, a node without multicast, forgery, killed member and leader, Open MPI and MPICH"
 exit $((fails > 0))
