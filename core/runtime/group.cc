@@ -154,6 +154,14 @@ Status Group::Impl::progress(bool block, Nanos max_wait) {
   busy |= pump_sends(now);
   engine_->on_tick(monotonic_now());
   busy |= pump_sends(monotonic_now());
+  // A node-aware broadcast moves on between the application's calls too
+  // (a leader hands fragments to its node), without waiting.
+  if (!advancing_) {
+    advancing_ = true;
+    for (auto& [id, op] : node_ops_)
+      if (op.step != NodeOp::Step::kDone) advance_step(op, false);
+    advancing_ = false;
+  }
   if (!busy && block && max_wait > Nanos(0)) sleep_until_event(max_wait);
   return Status::ok();
 }

@@ -151,6 +151,7 @@ class [[gnu::visibility("hidden")]] Group::Impl {
       kRead,             ///< copy the broadcast out of the segment
       kEngine,           ///< the leader's broadcast among the leaders
       kEngineThenWrite,  ///< that, then write it to the segment for the node
+      kWriteRest,        ///< the engine is done: what the segment has not taken yet
       kDone,
     };
     Step step = Step::kDone;
@@ -169,6 +170,7 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   Status node_wait(uint64_t request);
   /// Moves `op` on; `block`: until it is done.
   void advance(NodeOp & op, bool block);
+  void advance_step(NodeOp & op, bool block);
   /// A failure on this node or reported by the engine: every rank of the
   /// node and (through the ring's channel) every other node learns it.
   Status node_fail(const Status& why);
@@ -187,6 +189,7 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   std::map<uint64_t, NodeOp> node_ops_;
   Status node_status_;
   bool departed_ = false;
+  bool advancing_ = false;  ///< inside advance(): progress() leaves node ops alone
 
   Transport* transport_ = nullptr;
   std::unique_ptr<Engine> engine_;

@@ -215,6 +215,13 @@ Result<uint64_t> Group::Impl::node_ibcast(uint32_t root, std::span<std::byte> bu
 }
 
 void Group::Impl::advance(NodeOp& op, bool block) {
+  const bool outer = !advancing_;
+  advancing_ = true;
+  advance_step(op, block);
+  if (outer) advancing_ = false;
+}
+
+void Group::Impl::advance_step(NodeOp& op, bool block) {
   Status st;
   switch (op.step) {
     case NodeOp::Step::kDone:
@@ -258,9 +265,24 @@ void Group::Impl::advance(NodeOp& op, bool block) {
       }
       op.engine_op = 0;
       if (st && hand_on) {
-        p2p_->hand_off();
-        st = segment_->write(op.at + op.copied, op.buffer.subspan(op.copied), timeout());
+        op.step = NodeOp::Step::kWriteRest;
+        advance_step(op, block);
+        return;
       }
+      break;
+    }
+    case NodeOp::Step::kWriteRest: {
+      auto rest = op.buffer.subspan(op.copied);
+      if (block) {
+        p2p_->hand_off();
+        st = segment_->write(op.at + op.copied, rest, timeout());
+        if (st) op.copied = op.buffer.size();
+      } else if (auto n = segment_->try_write(op.at + op.copied, rest)) {
+        op.copied += *n;
+      } else {
+        st = n.status();
+      }
+      if (st && op.copied < op.buffer.size()) return;
       break;
     }
   }

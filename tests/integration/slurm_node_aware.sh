@@ -7,6 +7,7 @@
 #  - 3 ranks per node, a non-leader root, two-stage, binomial and the
 #    fragmented chain in turn: byte-exact;
 #  - node_aware=off: the same job flat, every rank takes datagrams;
+#  - `ibbcast bench`, per-node and max-over-ranks methods;
 #  - one node's multicast cut off (a partition of the multicast): its leader
 #    gets everything through the ring;
 #  - auth=on while a fourth host, not in the job, floods the group with
@@ -74,6 +75,13 @@ for r in 1 2 3 4 5; do
   rx=$(rx_of "$out" "$r")
   [[ -n $rx && $rx -gt 0 ]] || fail "node_aware=off: rank $r received ${rx:-no} datagrams"
 done
+
+# bench's per-node method: the root waits for one target's pong while its own
+# broadcast runs, so a leader must hand its node the bytes between calls.
+out=$(job --ntasks-per-node=2 "$bin" bench --udp-interface eth0 --algorithms two_stage \
+  --sizes 1k,64k --iterations 3)
+rows=$(grep -cE '^two_stage,(1024|65536),6,0,max_over_ranks,all,' <<<"$out")
+[[ $rows -eq 2 ]] || fail "bench with node-aware groups: $rows of 2 rows: $(tail -5 <<<"$out")"
 
 # Node 1 gets no multicast at all: its leader takes everything from the ring.
 "$F" loss "$prefix" 100 h1
