@@ -10,7 +10,8 @@ namespace ibbcast {
 /// only through a network, like separate hosts, so they count as separate.
 uint64_t host_key();
 
-/// Which node a rank is on, for node-aware groups: host_key(), unless the
+/// Which node a rank is on, for node-aware groups: host_key() and the PID
+/// namespace (shared memory is found through /proc/<pid>), unless the
 /// calling thread set another.
 uint64_t node_key();
 

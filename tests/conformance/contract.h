@@ -51,8 +51,8 @@ Status group_cycles_leave_nothing(Transport& transport, Bootstrap& boot);
 /// auth=on with kUnsupported instead.
 Status authenticated_broadcasts(Transport& transport, Bootstrap& boot);
 
-/// Node-aware groups (node_aware=on), the ranks standing two by two on
-/// nodes (set_thread_node_key; the last alone when the count is odd), with a
+/// Node-aware groups (node_aware=on), the ranks of one machine standing two
+/// by two on nodes (set_thread_node_key; the last alone when the count is odd), with a
 /// 64 KiB node ring: two-stage, binomial and auto broadcasts of 0 B to 1 MiB
 /// from a leader, a non-leader and the last rank are byte-exact on every
 /// rank, also three at once waited in reverse order; with native multicast,
