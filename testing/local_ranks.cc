@@ -3,6 +3,8 @@
 #include <random>
 #include <thread>
 
+#include "core/runtime/host.h"
+
 namespace ibbcast::local {
 
 std::vector<std::byte> pattern(std::size_t n, uint64_t seed) {
@@ -31,7 +33,9 @@ std::vector<Status> run_ranks(
       if (setup.faults.size() > r && setup.faults.size() > 1) f = &setup.faults[r];
       if (f != nullptr && f->has_value()) t = with_faults(std::move(t), **f, r, setup.counters);
       auto boot = loopback::make_bootstrap(fabric, r);
+      if (setup.ranks_per_node != 0) set_thread_node_key(0x6e6f6465 + r / setup.ranks_per_node);
       auto g = create_group(*t, *boot, setup.config);
+      set_thread_node_key(0);
       if (!g) {
         result[r] = g.status();
         return;

@@ -27,6 +27,9 @@ struct RankSetup {
   /// Faults per rank (empty: none; one entry: every rank; else indexed by rank).
   std::vector<std::optional<FaultSpec>> faults;
   std::shared_ptr<FaultCounters> counters = std::make_shared<FaultCounters>();
+  /// Nonzero: the ranks stand on nodes of this many (set_thread_node_key),
+  /// for node-aware groups.
+  uint32_t ranks_per_node = 0;
 };
 
 /// Runs body(rank, group) on every rank concurrently; returns each rank's Status.

@@ -30,6 +30,11 @@ Group::Impl::~Impl() {
     for (const auto& [id, op] : node_ops_)
       clean &= op.step == NodeOp::Step::kDone;
     clean &= node_status_.is_ok();
+    // The node's other ranks would wait for this one's bytes or copies.
+    if (!clean && segment_) {
+      segment_->fail("rank " + std::to_string(rank_) +
+                     " left the group with a broadcast unfinished");
+    }
     if (!departed_) p2p_->depart(clean, engine_ ? engine_->config().timeout : Nanos(0));
   }
 }

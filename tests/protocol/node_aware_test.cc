@@ -1,0 +1,89 @@
+// Node-aware groups under faults, ranks as threads standing two by two on
+// nodes: what the multicast loses, duplicates, reorders or corrupts between
+// the leaders is repaired by their ring, and the node's ranks get exactly the
+// root's bytes; a rank that leaves with a broadcast unfinished fails its node
+// and the other nodes instead of leaving them waiting.
+#include <gtest/gtest.h>
+
+#include "tests/support/rank_runner.h"
+
+namespace ibbcast {
+namespace {
+
+using testing::pattern;
+using testing::RankSetup;
+using testing::run_ranks;
+
+// Liveness bound, not a speed claim.
+constexpr auto kHangBound = std::chrono::seconds(20);
+
+RankSetup three_nodes_of_two() {
+  RankSetup setup;
+  setup.ranks = 6;
+  setup.ranks_per_node = 2;
+  setup.config.node_aware = NodeAware::kOn;
+  setup.config.node_buffer = 64 << 10;
+  return setup;
+}
+
+TEST(NodeAware, FaultsBetweenLeadersLeaveEveryRankByteExact) {
+  for (Algorithm a : {Algorithm::kTwoStage, Algorithm::kFragmentedChain, Algorithm::kAuto}) {
+    RankSetup setup = three_nodes_of_two();
+    setup.config.algorithm = a;
+    setup.faults = {*FaultSpec::parse("drop=20%,dup=5%,reorder=5%,corrupt=2%,seed=11")};
+    for (uint32_t root : {0u, 1u, 5u}) {
+      const std::size_t n = 300000 + root;
+      auto out = testing::run_bcast(setup, root, n, 40 + root);
+      EXPECT_EQ(testing::check_all(out, pattern(n, 40 + root)), "")
+          << algorithm_name(a) << " root " << root;
+      for (uint32_t r = 1; r < setup.ranks; r += 2) {
+        EXPECT_EQ(out.stats[r].datagrams_received, 0u)
+            << algorithm_name(a) << ": rank " << r << " is not a leader";
+      }
+    }
+    // The faults really hit two-stage's datagrams (auto runs linear on 3 nodes).
+    if (a == Algorithm::kTwoStage) {
+      EXPECT_GT(setup.counters->dropped.load(), 0u) << algorithm_name(a);
+      EXPECT_GT(setup.counters->corrupted.load(), 0u) << algorithm_name(a);
+    }
+  }
+}
+
+TEST(NodeAware, ARankLeavingMidBroadcastFailsTheOthersInsteadOfHanging) {
+  RankSetup setup = three_nodes_of_two();
+  setup.config.algorithm = Algorithm::kTwoStage;
+  // Longer than kHangBound: only the leaving can end the others' waits in time.
+  setup.config.timeout = std::chrono::seconds(60);
+  const std::size_t n = 1 << 20;  // 16 times the node's ring: its leader must wait for rank 1
+  const auto want = pattern(n, 9);
+  std::vector<Status> got(setup.ranks);
+  std::vector<Nanos> took(setup.ranks);
+  std::vector<char> bytes_ok(setup.ranks);  // not vector<bool>: one byte per thread
+  run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric&) -> Status {
+    std::vector<std::byte> buf = r == 0 ? want : std::vector<std::byte>(n);
+    const Nanos t0 = monotonic_now();
+    auto req = g.ibcast(0, buf.data(), n);
+    if (r == 1) return Status::ok();  // leaves: its group goes with the broadcast unfinished
+    // Rank 1 may have left before this rank entered: then refused at once.
+    got[r] = req ? g.wait(*req) : req.status();
+    took[r] = monotonic_now() - t0;
+    bytes_ok[r] = buf == want;
+    return Status::ok();
+  });
+  for (uint32_t r = 0; r < setup.ranks; ++r) {
+    if (r == 1) continue;
+    EXPECT_LT(took[r], kHangBound) << "rank " << r;
+    if (got[r].is_ok()) {
+      EXPECT_TRUE(bytes_ok[r]) << "rank " << r << " returned ok with wrong bytes";
+    } else {
+      EXPECT_EQ(got[r].code(), Errc::kPeerFailed) << "rank " << r << ": " << got[r].to_string();
+    }
+  }
+  // The leader of rank 1's node could not hand it the bytes: it learned
+  // from the segment or from the ring's channel that rank 1 left.
+  EXPECT_EQ(got[0].code(), Errc::kPeerFailed) << got[0].to_string();
+  EXPECT_NE(got[0].message().find("rank 1 "), std::string::npos) << got[0].message();
+}
+
+}  // namespace
+}  // namespace ibbcast
