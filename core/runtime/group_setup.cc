@@ -220,6 +220,9 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
   std::vector<JoinRecord> joins;
   IBBCAST_RETURN_IF_ERROR(allgather_records(bootstrap, join, joins));
   id.multicast_ok = ring > 1;
+  if (layout.node_aware && ring == 1) {
+    g->fallback_reason_ = "every rank on one node: node-aware, shared memory only";
+  }
   for (uint32_t r = 0; r < joins.size() && id.multicast_ok; ++r) {
     if (joins[r].ok == 0) {
       id.multicast_ok = false;
