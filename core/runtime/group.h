@@ -171,6 +171,10 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   /// Moves `op` on; `block`: until it is done.
   void advance(NodeOp & op, bool block);
   void advance_step(NodeOp & op, bool block);
+  /// Copies between the segment and op's buffer from op.copied on: all of
+  /// it with `block`, else what can move now.
+  template <typename Blocking, typename Attempt>
+  Status move_bytes(NodeOp & op, bool block, Blocking blocking, Attempt attempt);
   /// A failure on this node or reported by the engine: every rank of the
   /// node and (through the ring's channel) every other node learns it.
   Status node_fail(const Status& why);

@@ -221,25 +221,37 @@ void Group::Impl::advance(NodeOp& op, bool block) {
   if (outer) advancing_ = false;
 }
 
+template <typename Blocking, typename Attempt>
+Status Group::Impl::move_bytes(NodeOp& op, bool block, Blocking blocking, Attempt attempt) {
+  const uint64_t at = op.at + op.copied;
+  const std::span<std::byte> rest = op.buffer.subspan(op.copied);
+  if (block) {
+    // This thread blocks: a channel that needs progress gets its helper.
+    p2p_->hand_off();
+    Status st = blocking(at, rest);
+    if (st) op.copied = op.buffer.size();
+    return st;
+  }
+  auto n = attempt(at, rest);
+  if (!n) return n.status();
+  op.copied += *n;
+  return Status::ok();
+}
+
 void Group::Impl::advance_step(NodeOp& op, bool block) {
   Status st;
   switch (op.step) {
     case NodeOp::Step::kDone:
       return;
-    case NodeOp::Step::kRead: {
-      auto rest = op.buffer.subspan(op.copied);
-      if (block) {
-        p2p_->hand_off();
-        st = segment_->read(op.at + op.copied, rest, timeout());
-        if (st) op.copied = op.buffer.size();
-      } else if (auto n = segment_->try_read(op.at + op.copied, rest)) {
-        op.copied += *n;
-      } else {
-        st = n.status();
-      }
+    case NodeOp::Step::kRead:
+      st = move_bytes(
+          op, block,
+          [&](uint64_t at, std::span<std::byte> rest) {
+            return segment_->read(at, rest, timeout());
+          },
+          [&](uint64_t at, std::span<std::byte> rest) { return segment_->try_read(at, rest); });
       if (st && op.copied < op.buffer.size()) return;
       break;
-    }
     case NodeOp::Step::kEngine:
     case NodeOp::Step::kEngineThenWrite: {
       const bool hand_on = op.step == NodeOp::Step::kEngineThenWrite;
@@ -271,20 +283,15 @@ void Group::Impl::advance_step(NodeOp& op, bool block) {
       }
       break;
     }
-    case NodeOp::Step::kWriteRest: {
-      auto rest = op.buffer.subspan(op.copied);
-      if (block) {
-        p2p_->hand_off();
-        st = segment_->write(op.at + op.copied, rest, timeout());
-        if (st) op.copied = op.buffer.size();
-      } else if (auto n = segment_->try_write(op.at + op.copied, rest)) {
-        op.copied += *n;
-      } else {
-        st = n.status();
-      }
+    case NodeOp::Step::kWriteRest:
+      st = move_bytes(
+          op, block,
+          [&](uint64_t at, std::span<std::byte> rest) {
+            return segment_->write(at, rest, timeout());
+          },
+          [&](uint64_t at, std::span<std::byte> rest) { return segment_->try_write(at, rest); });
       if (st && op.copied < op.buffer.size()) return;
       break;
-    }
   }
   op.status = st ? st : node_fail(st);
   op.step = NodeOp::Step::kDone;
