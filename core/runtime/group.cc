@@ -215,11 +215,7 @@ bool Group::Impl::pump_sends(Nanos now) {
       // group at once, and its peers fail as from a death instead of
       // waiting for what it will never send.
       engine_->on_peer_failed(rank_, "its reliable channel: " + r.status().to_string(), now);
-      if (!departed_) {
-        departed_ = true;
-        p2p_->depart(false, Nanos(0));
-      }
-      if (segment_) segment_->fail(engine_->group_status().message());
+      (void)node_fail(engine_->group_status());
       return true;
     }
     engine_->pop_action(*r, now);

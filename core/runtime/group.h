@@ -175,8 +175,9 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   /// it with `block`, else what can move now.
   template <typename Blocking, typename Attempt>
   Status move_bytes(NodeOp & op, bool block, Blocking blocking, Attempt attempt);
-  /// A failure on this node or reported by the engine: every rank of the
-  /// node and (through the ring's channel) every other node learns it.
+  /// A failure on this node, reported by the engine, or of this rank's own
+  /// channel: every rank of the node and (the leader leaving the ring's
+  /// channel) every other rank learns it. Sticky.
   Status node_fail(const Status& why);
   Nanos timeout() const;
 
