@@ -46,8 +46,11 @@ class HandOff {
   /// Every call of the owner holds this: the owner is back, the helper steps
   /// aside until the next hand_off().
   std::unique_lock<std::mutex> owner_lock();
-  /// The owner returns to the application: the helper takes turns. Never blocks long.
-  void hand_off();
+  /// The owner returns to the application: the helper takes turns. Never
+  /// blocks long. `urgent`: the channel holds work for peers (bytes not yet
+  /// on the wire, segments to resend), so the helper starts at once; else it
+  /// first waits a grace period for the owner's return (see loop()).
+  void hand_off(bool urgent);
   /// The lock itself, for reads that do not bring the owner back (counters).
   std::mutex& mutex() const { return mu_; }
 
@@ -59,8 +62,10 @@ class HandOff {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool away_ = false;
+  bool urgent_ = false;
   bool stopping_ = false;
   std::atomic<int> owners_waiting_{0};
+  std::atomic<bool> napping_{false};  ///< the helper naps on the fd (owner_lock kicks it)
   int wake_fd_ = -1;
   std::thread thread_;
 };

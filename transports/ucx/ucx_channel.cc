@@ -285,7 +285,13 @@ bool Channel::helper_turn() {
 }
 
 void Channel::hand_off() {
-  helper_.hand_off();
+  // Sends still held by UCX (a full socket, rendezvous) need progress now.
+  bool urgent;
+  {
+    std::lock_guard lock(helper_.mutex());
+    urgent = !sends_.empty();
+  }
+  helper_.hand_off(urgent);
 }
 
 bool Channel::reap(void* request) {
