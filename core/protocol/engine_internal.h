@@ -31,10 +31,10 @@ struct Engine::Op {
   std::vector<uint32_t> children;
   uint32_t queued_jobs = 0;  // entries of jobs_ that belong to this op
   uint32_t inflight = 0;     // sends popped but not completed
-  // Two-stage: the predecessor sends every fragment around the ring, and on
-  // channels like TCP its sends complete only while this rank reads them. So
-  // a rank stays until it has consumed all of them (useful or not), or a rank
-  // done by multicast alone would leave its predecessor stalled in the call.
+  // Two-stage: the predecessor's ring copies this rank expects and has taken,
+  // for the stall note only. A rank done by multicast returns without waiting
+  // for them (late copies are dropped by BID); between its calls the reliable
+  // channel's hand-off thread reads them, so the predecessor's sends complete.
   uint32_t ring_expected = 0;
   // Fragments one reliable message of this op may carry (Engine::ibcast).
   uint32_t max_run = 1;

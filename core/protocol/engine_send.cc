@@ -128,10 +128,7 @@ void Engine::on_send_complete(uint64_t id, Nanos now) {
 
 void Engine::maybe_complete(Op& op, Nanos now) {
   (void)now;
-  if (op.done || op.owned_count != op.frags || op.queued_jobs != 0 || op.inflight != 0 ||
-      op.ring_received < op.ring_expected) {
-    return;
-  }
+  if (op.done || op.owned_count != op.frags || op.queued_jobs != 0 || op.inflight != 0) return;
   if (op.is_root && !op.started && op.frags != 0) return;
   op.done = true;
   op.owned.clear();

@@ -34,6 +34,8 @@ Result<bool> DatagramP2p::send(uint32_t peer, const Gather& frame, uint64_t /*to
   if (p.failed) {
     return make_error(Errc::kPeerFailed, "rdgram: rank " + std::to_string(peer) + " has failed");
   }
+  // It closed its channel (on_datagram, kBye): it needs nothing more.
+  if (p.said_bye) return true;
   std::vector<std::byte> all;
   all.reserve(frame.size());
   for (const auto& part : frame.parts)
