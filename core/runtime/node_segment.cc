@@ -24,13 +24,18 @@ using Nanos = std::chrono::nanoseconds;
 // In the segment, before the ring. Lock-free atomics are address-free, so
 // they work across the processes that map the segment.
 struct NodeSegment::Header {
-  static constexpr uint32_t kMagic = 0x5342424e;  // "NBBS"
+  static constexpr uint32_t kMagic = 0x5342424f;  // "OBBS": the layout with sleeper counts
   uint32_t magic = kMagic;
   uint32_t ranks = 0;
   uint64_t capacity = 0;
   std::atomic<uint64_t> written{0};      ///< the stream's end: bytes appended so far
   std::atomic<uint32_t> written_seq{0};  ///< futex word: appended, or failed
   std::atomic<uint32_t> copied_seq{0};   ///< futex word: a rank copied, joined or failed
+  // Ranks asleep on each word: a rank that appends or copies makes the wake
+  // syscall only when someone sleeps (a writer waits on copied_seq only when
+  // the ring is full, so nearly every copy's wake was for nobody).
+  std::atomic<uint32_t> written_sleepers{0};
+  std::atomic<uint32_t> copied_sleepers{0};
   std::atomic<uint32_t> joined{0};
   std::atomic<uint32_t> failed{0};
   char why[256] = {};
@@ -58,6 +63,14 @@ void futex_wait(std::atomic<uint32_t>* word, uint32_t seen, Nanos max) {
 void futex_wake(std::atomic<uint32_t>* word) {
   (void)::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr,
                   nullptr, 0);
+}
+
+// Bumps `word` and wakes its sleepers, if any. Sequentially consistent on
+// both sides: a sleeper counts itself before the kernel compares the word, a
+// waker bumps the word before it reads the count, so one sees the other.
+void bump(std::atomic<uint32_t>* word, const std::atomic<uint32_t>& sleepers) {
+  word->fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_seq_cst) != 0) futex_wake(word);
 }
 
 int pidfd_open(pid_t pid) {
@@ -167,8 +180,7 @@ Result<std::unique_ptr<NodeSegment>> NodeSegment::open(const SegmentAddress& lea
   h->label[slot].store(label, std::memory_order_release);
   h->pid[slot].store(static_cast<int32_t>(::getpid()), std::memory_order_release);
   h->joined.fetch_add(1, std::memory_order_acq_rel);
-  h->copied_seq.fetch_add(1, std::memory_order_release);
-  futex_wake(&h->copied_seq);
+  bump(&h->copied_seq, h->copied_sleepers);
   return s;
 }
 
@@ -211,14 +223,17 @@ void NodeSegment::set_idle(std::function<void()> idle, Nanos slice) {
 }
 
 void NodeSegment::pause(std::atomic<uint32_t>* word, uint32_t seen) {
+  std::atomic<uint32_t>& sleepers =
+      word == &header_->written_seq ? header_->written_sleepers : header_->copied_sleepers;
+  sleepers.fetch_add(1, std::memory_order_seq_cst);
   futex_wait(word, seen, slice_);
+  sleepers.fetch_sub(1, std::memory_order_seq_cst);
   if (idle_) idle_();
 }
 
 void NodeSegment::copied(uint64_t upto) {
   header_->copied[slot_].store(upto, std::memory_order_release);
-  header_->copied_seq.fetch_add(1, std::memory_order_release);
-  futex_wake(&header_->copied_seq);
+  bump(&header_->copied_seq, header_->copied_sleepers);
 }
 
 Status NodeSegment::wait_joined(Nanos timeout) {
@@ -249,8 +264,7 @@ Result<std::size_t> NodeSegment::try_write(uint64_t at, std::span<const std::byt
   copy_in(ring_, capacity_, at, bytes.data(), n);
   header_->copied[slot_].store(at + n, std::memory_order_release);
   header_->written.store(at + n, std::memory_order_release);
-  header_->written_seq.fetch_add(1, std::memory_order_release);
-  futex_wake(&header_->written_seq);
+  bump(&header_->written_seq, header_->written_sleepers);
   return n;
 }
 
