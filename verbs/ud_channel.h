@@ -22,6 +22,9 @@ class UdChannel final : public McastChannel {
   Status send(const Gather& frame) override {
     return queue_->send(ah_, 0xFFFFFF, member_->qkey(), frame);  // the multicast QPN
   }
+  Result<std::size_t> send_burst(std::span<const Gather> frames) override {
+    return queue_->send_burst(ah_, 0xFFFFFF, member_->qkey(), frames);
+  }
   std::size_t poll(std::span<RecvView> out) override { return queue_->poll(out); }
   void release(std::span<const RecvView> views) override { queue_->release(views); }
 

@@ -5,13 +5,15 @@
 // registered pool (the 40-byte GRH in its own scatter element, so payloads
 // start aligned) and are reposted when released, so the receive queue stays
 // full between broadcasts. Sends are inline when small, otherwise copied
-// into a registered slot; one in `signal_every` is signaled. The completion
+// into a registered slot; one in `signal_every` is signaled, and a burst is
+// one post of a chain of work requests (one doorbell). The completion
 // channel's fd makes a waiting rank sleep.
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,10 @@ class UdQueue {
   const ibv_gid& gid() const { return own_gid_; }
   /// One datagram of at most the port MTU. kAgain when the send ring is full.
   Status send(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey, const Gather& frame);
+  /// Up to kMaxChain datagrams in one post (a chain of work requests);
+  /// returns how many went, kAgain when none fit in the send ring.
+  Result<std::size_t> send_burst(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey,
+                                 std::span<const Gather> frames);
   /// Lends up to out.size() received payloads (RecvView::handle = slot);
   /// nothing more until they are released.
   std::size_t poll(std::span<RecvView> out);
@@ -82,6 +88,15 @@ class UdQueue {
   std::span<std::byte> place(uint32_t p) const;
   RecvView view_of(const ibv_wc& wc);
   void reap_sends();
+  static constexpr std::size_t kMaxChain = 64;
+  struct Wr {
+    ibv_send_wr wr;
+    ibv_sge sge[3];
+  };
+  /// Fills `w` for `frame` as send number `seq` (its slot and signalling).
+  Status prepare(const Gather& frame, uint64_t seq, Wr& w);
+  Result<std::size_t> post_chain(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey,
+                                 std::span<Wr> chain);
   bool from_self(const ibv_wc& wc) const;
   std::byte* grh(uint64_t slot) const { return pool_.data() + slot * kGrh; }
   std::byte* payload(uint64_t slot) const { return pool_.data() + recv_base_ + slot * mtu_; }

@@ -2,6 +2,7 @@
 // request, otherwise one copy into a registered slot (or, for payloads in a
 // registered user buffer, a gather from it); completions reaped in batches.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -26,28 +27,22 @@ void UdQueue::reap_sends() {
   }
 }
 
-Status UdQueue::send(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey, const Gather& frame) {
+Status UdQueue::prepare(const Gather& frame, uint64_t seq, Wr& w) {
   const std::size_t size = frame.size();
   if (size > mtu_) {
     return make_error(Errc::kInvalidArgument, "datagram of " + std::to_string(size) +
                                                   " bytes exceeds the port MTU " +
                                                   std::to_string(mtu_));
   }
-  if (posted_ - completed_ + signal_every_ >= send_depth_) reap_sends();
-  if (!send_failure_.empty()) {
-    return make_error(Errc::kDeviceLost, "UD send failed: " + send_failure_);
-  }
-  if (posted_ - completed_ >= send_depth_) return make_error(Errc::kAgain, "");
-
-  ibv_sge sge[3];
+  ibv_send_wr& wr = w.wr;
+  wr = ibv_send_wr{};
   int nsge = 0;
-  ibv_send_wr wr{};
   if (size <= inline_cap_) {
     // Inline: the NIC copies the bytes at post time, straight from the parts.
     for (const auto& part : frame.parts) {
       if (part.empty()) continue;
-      sge[nsge++] = {reinterpret_cast<uintptr_t>(part.data()), static_cast<uint32_t>(part.size()),
-                     0};
+      w.sge[nsge++] = {reinterpret_cast<uintptr_t>(part.data()), static_cast<uint32_t>(part.size()),
+                       0};
     }
     wr.send_flags = IBV_SEND_INLINE;
     ++counters_.sent_inline;
@@ -56,51 +51,96 @@ Status UdQueue::send(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey, cons
                              : std::nullopt) {
     // Header and trailer in the slot, the payload read from the user's
     // buffer. Signaled, so drain_zero_copy knows when the NIC is done with it.
-    std::byte* slot = send_slot(posted_ % send_depth_);
+    std::byte* slot = send_slot(seq % send_depth_);
     const auto& head = frame.parts[0];
     const auto& body = frame.parts[1];
     const auto& tail = frame.parts[2];
     std::memcpy(slot, head.data(), head.size());
     std::memcpy(slot + head.size(), tail.data(), tail.size());
     if (!head.empty())
-      sge[nsge++] = {reinterpret_cast<uintptr_t>(slot), static_cast<uint32_t>(head.size()),
-                     mr_->lkey};
-    sge[nsge++] = {reinterpret_cast<uintptr_t>(body.data()), static_cast<uint32_t>(body.size()),
-                   *lkey};
+      w.sge[nsge++] = {reinterpret_cast<uintptr_t>(slot), static_cast<uint32_t>(head.size()),
+                       mr_->lkey};
+    w.sge[nsge++] = {reinterpret_cast<uintptr_t>(body.data()), static_cast<uint32_t>(body.size()),
+                     *lkey};
     if (!tail.empty()) {
-      sge[nsge++] = {reinterpret_cast<uintptr_t>(slot + head.size()),
-                     static_cast<uint32_t>(tail.size()), mr_->lkey};
+      w.sge[nsge++] = {reinterpret_cast<uintptr_t>(slot + head.size()),
+                       static_cast<uint32_t>(tail.size()), mr_->lkey};
     }
     wr.send_flags = IBV_SEND_SIGNALED;
-    zero_copy_until_ = posted_ + 1;
+    zero_copy_until_ = seq + 1;
     ++counters_.zero_copy_sends;
   } else {
-    std::byte* slot = send_slot(posted_ % send_depth_);
+    std::byte* slot = send_slot(seq % send_depth_);
     std::size_t at = 0;
     for (const auto& part : frame.parts) {
       if (part.empty()) continue;
       std::memcpy(slot + at, part.data(), part.size());
       at += part.size();
     }
-    sge[nsge++] = {reinterpret_cast<uintptr_t>(slot), static_cast<uint32_t>(size), mr_->lkey};
+    w.sge[nsge++] = {reinterpret_cast<uintptr_t>(slot), static_cast<uint32_t>(size), mr_->lkey};
     ++counters_.send_copies;
   }
-  wr.wr_id = posted_;
-  wr.sg_list = sge;
+  wr.wr_id = seq;
+  wr.sg_list = w.sge;
   wr.num_sge = nsge;
   wr.opcode = IBV_WR_SEND;
-  if (posted_ % signal_every_ == signal_every_ - 1) wr.send_flags |= IBV_SEND_SIGNALED;
-  wr.wr.ud.ah = ah;
-  wr.wr.ud.remote_qpn = remote_qpn;
-  wr.wr.ud.remote_qkey = remote_qkey;
-  ibv_send_wr* bad = nullptr;
-  if (ibv_post_send(qp_, &wr, &bad) != 0) {
-    if (errno == ENOMEM) return make_error(Errc::kAgain, "");
-    return make_error(Errc::kDeviceLost, std::string("ibv_post_send: ") + std::strerror(errno));
-  }
-  ++posted_;
-  ++counters_.sent;
+  if (seq % signal_every_ == signal_every_ - 1) wr.send_flags |= IBV_SEND_SIGNALED;
   return Status::ok();
+}
+
+Result<std::size_t> UdQueue::send_burst(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey,
+                                        std::span<const Gather> frames) {
+  if (posted_ - completed_ + signal_every_ >= send_depth_) reap_sends();
+  if (!send_failure_.empty()) {
+    return make_error(Errc::kDeviceLost, "UD send failed: " + send_failure_);
+  }
+  // One post of a chain of work requests: one doorbell (rxe: one syscall)
+  // for the burst instead of one per datagram.
+  std::array<Wr, kMaxChain> chain;
+  const std::size_t room = static_cast<std::size_t>(send_depth_ - (posted_ - completed_));
+  const std::size_t n = std::min({frames.size(), room, kMaxChain});
+  if (n == 0) return make_error(Errc::kAgain, "");
+  for (std::size_t i = 0; i < n; ++i) {
+    Status st = prepare(frames[i], posted_ + i, chain[i]);
+    if (!st) {
+      if (i == 0) return st;
+      // Post what is ready; the bad frame comes back first on the next call.
+      return post_chain(ah, remote_qpn, remote_qkey, std::span(chain.data(), i));
+    }
+  }
+  return post_chain(ah, remote_qpn, remote_qkey, std::span(chain.data(), n));
+}
+
+Result<std::size_t> UdQueue::post_chain(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey,
+                                        std::span<Wr> chain) {
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    ibv_send_wr& wr = chain[i].wr;
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = remote_qpn;
+    wr.wr.ud.remote_qkey = remote_qkey;
+    wr.next = i + 1 < chain.size() ? &chain[i + 1].wr : nullptr;
+  }
+  ibv_send_wr* bad = nullptr;
+  const int rc = ibv_post_send(qp_, &chain[0].wr, &bad);
+  // On an error, the requests before `bad` were posted.
+  std::size_t went = chain.size();
+  if (rc != 0) {
+    went = 0;
+    while (bad != nullptr && went < chain.size() && &chain[went].wr != bad)
+      ++went;
+  }
+  posted_ += went;
+  counters_.sent += went;
+  if (went == 0) {
+    if (rc == ENOMEM) return make_error(Errc::kAgain, "");
+    return make_error(Errc::kDeviceLost, std::string("ibv_post_send: ") + std::strerror(rc));
+  }
+  return went;
+}
+
+Status UdQueue::send(ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey, const Gather& frame) {
+  auto r = send_burst(ah, remote_qpn, remote_qkey, std::span(&frame, 1));
+  return r ? Status::ok() : r.status();
 }
 
 }  // namespace ibbcast::verbs
