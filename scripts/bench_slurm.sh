@@ -12,10 +12,15 @@
 #     over its TCP BTL (ob1) and MPICH.
 #  2. T(p nodes), one rank per node, p in TP_NODES: `ibbcast bench`
 #     (max over ranks) of two-stage.
+#  3. The thesis's per-node method: `ibbcast bench` of node-aware two-stage
+#     at NODES x 1 and NODES x the largest PPN, each rank timed on its own
+#     against the root (a ping-pong's half taken off); the row is the slowest
+#     rank's median.
 #
 # CSV on stdout: nodes,ppn,impl,size,median_us,p90_us with impl one of
-# ibbcast_node_aware, ibbcast_flat, openmpi_ucx, openmpi_tcp, mpich, and
-# ibbcast_tp (part 2); then the ratios the issue's targets name, as comments.
+# ibbcast_node_aware, ibbcast_flat, openmpi_ucx, openmpi_tcp, mpich,
+# ibbcast_tp (part 2) and ibbcast_per_node (part 3, no p90); then the ratios
+# the issue's targets name, as comments.
 # Progress on stderr. Needs root; about 20 minutes with the defaults.
 # Usage: scripts/bench_slurm.sh BUILD_DIR
 #   NODES (4), PPN ("1 2 4"), SIZES ("1 4k 64k 1m 16m"), ITERATIONS (8),
@@ -101,6 +106,18 @@ for p in $tp_nodes; do
   grep -q '^two_stage,' <<<"$out" || { echo "bench_slurm: T(p) at $p nodes failed:" >&2; tail -5 <<<"$out" >&2; fails=1; }
 done
 
+top=${ppns##* }
+for ppn in $(printf '%s\n' 1 "$top" | sort -un); do
+  echo "bench_slurm: per-node method at $nodes nodes x $ppn" >&2
+  out=$(srun -N"$nodes" --ntasks-per-node="$ppn" --mpi=pmix --export=ALL,UCX_TLS=tcp "$bin" bench \
+    --udp-interface eth0 --node-aware on --algorithms two_stage --sizes "${tp_sizes// /,}" \
+    --iterations "$iterations" 2>&1)
+  awk -F, -v n="$nodes" -v ppn="$ppn" '$1 == "two_stage" && $5 == "per_node" {
+      if ($7 > worst[$2]) worst[$2] = $7 }
+    END { for (s in worst) print n "," ppn ",ibbcast_per_node," s "," worst[s] "," }' <<<"$out" | sort -t, -k4 -n
+  grep -q ',per_node,' <<<"$out" || { echo "bench_slurm: per-node method failed:" >&2; tail -5 <<<"$out" >&2; fails=1; }
+done
+
 # The ratios of the issue's targets, from the rows above.
 exec 1>&3
 sleep 0.2
@@ -123,6 +140,10 @@ for s in sizes:
         other = t.get((n, top, mpi, s))
         if many and other:
             say(f"{n}x{top}, {s} B: node-aware / {mpi}'s own MPI_Bcast = {many / other:.2f}")
+for s in sorted({k[3] for k in t if k[2] == "ibbcast_per_node"}):
+    one, many = t.get((n, 1, "ibbcast_per_node", s)), t.get((n, top, "ibbcast_per_node", s))
+    if one and many:
+        say(f"per-node method, T({n}x{top})/T({n}x1) node-aware, {s} B: {many / one:.2f}")
 for s in sorted({k[3] for k in t if k[2] == "ibbcast_tp"}):
     ps = sorted(k[0] for k in t if k[2] == "ibbcast_tp" and k[3] == s)
     if len(ps) > 1:
