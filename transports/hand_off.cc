@@ -64,6 +64,7 @@ void HandOff::hand_off(bool urgent) {
     std::lock_guard lock(mu_);
     away_ = true;
     urgent_ = urgent;
+    ++hand_offs_;
   }
   cv_.notify_one();
 }
@@ -81,7 +82,14 @@ void HandOff::loop() {
     // first waits out a grace period on its condition variable, where
     // arrivals do not reach it; a peer's bytes then wait in the socket at
     // most that long.
-    if (!urgent_ && cv_.wait_for(lock, kGrace, [this] { return stopping_ || !away_; })) continue;
+    // The grace runs from the latest hand-off, and an urgent one ends it.
+    bool back = false;
+    for (uint64_t seen = hand_offs_; !urgent_ && !back; seen = hand_offs_) {
+      if (!cv_.wait_for(lock, kGrace, [&] { return stopping_ || !away_ || hand_offs_ != seen; }))
+        break;
+      back = stopping_ || !away_;
+    }
+    if (back) continue;
     const bool more = turn_();
     lock.unlock();
     if (more) {

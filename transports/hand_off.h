@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -63,6 +64,7 @@ class HandOff {
   std::condition_variable cv_;
   bool away_ = false;
   bool urgent_ = false;
+  uint64_t hand_offs_ = 0;
   bool stopping_ = false;
   std::atomic<int> owners_waiting_{0};
   std::atomic<bool> napping_{false};  ///< the helper naps on the fd (owner_lock kicks it)
