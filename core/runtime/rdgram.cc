@@ -34,8 +34,6 @@ Result<bool> DatagramP2p::send(uint32_t peer, const Gather& frame, uint64_t /*to
   if (p.failed) {
     return make_error(Errc::kPeerFailed, "rdgram: rank " + std::to_string(peer) + " has failed");
   }
-  // It closed its channel (on_datagram, kBye): it needs nothing more.
-  if (p.said_bye) return true;
   std::vector<std::byte> all;
   all.reserve(frame.size());
   for (const auto& part : frame.parts)
@@ -115,7 +113,12 @@ bool DatagramP2p::close_step() {
   for (uint32_t r = 0; r < cfg_.size; ++r) {
     const Peer& p = peers_[r];
     if (r == cfg_.rank || p.failed) continue;
-    done &= p.out.empty() && (p.said_bye || now - p.last_heard >= cfg_.close_quiet);
+    // A peer that said goodbye is closing its channel and needs nothing
+    // more: what it has not acknowledged it never will (a rank done by
+    // multicast may leave before its predecessor's ring copies arrive).
+    // Only closing looks at goodbyes: while the group runs, a forged one
+    // (auth off) cannot stop a delivery.
+    done &= p.said_bye || (p.out.empty() && now - p.last_heard >= cfg_.close_quiet);
   }
   // Repeated each step: a goodbye is a datagram and may be lost. The last
   // step sends a few copies, as nothing repeats them once this channel is
@@ -125,7 +128,7 @@ bool DatagramP2p::close_step() {
   const int copies = done ? kFinalGoodbyes : 1;
   for (uint32_t r = 0; r < cfg_.size; ++r) {
     const Peer& p = peers_[r];
-    if (r == cfg_.rank || p.failed || !p.out.empty()) continue;
+    if (r == cfg_.rank || p.failed || (!p.out.empty() && !p.said_bye)) continue;
     std::array<std::byte, kMaxOverhead> b{};
     Gather g{{control(b, kBye, r, 0, 0), {}, {}}};
     for (int c = 0; c < copies; ++c)

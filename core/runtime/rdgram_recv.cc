@@ -31,11 +31,7 @@ void DatagramP2p::on_datagram(const RecvView& v, Nanos now) {
   Peer& p = peers_[h.from];
   p.last_heard = now;
   if (h.type == kBye) {
-    // It is closing its channel: it needs nothing more (a rank done by
-    // multicast may leave before its predecessor's ring copies arrive), and
-    // what it has not acknowledged it never will.
     p.said_bye = true;
-    p.out.clear();
     return;
   }
   if (h.type == kAck) {
