@@ -24,7 +24,9 @@
 # Progress on stderr. Needs root; about 20 minutes with the defaults.
 # Usage: scripts/bench_slurm.sh BUILD_DIR
 #   NODES (4), PPN ("1 2 4"), SIZES ("1 4k 64k 1m 16m"), ITERATIONS (8),
-#   RATE (200mbit; "off": unshaped), TP_NODES ("2 4 8"), TP_SIZES ("4k 16k 64k")
+#   RATE (200mbit; "off": unshaped), TP_NODES ("2 4 8"), TP_SIZES ("4k 16k 64k"),
+#   RUNS (part 1's jobs, "openmpi_ucx:on openmpi_ucx:off openmpi_tcp:on mpich:on":
+#   MPI job, node_aware)
 set -uo pipefail
 build=$(realpath "$1")
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,7 +81,7 @@ exec 3>&1 1> >(tee "$csv" >&3)
 echo "nodes,ppn,impl,size,median_us,p90_us"
 fails=0
 for ppn in $ppns; do
-  for run in openmpi_ucx:on openmpi_ucx:off openmpi_tcp:on mpich:on; do
+  for run in ${RUNS:-openmpi_ucx:on openmpi_ucx:off openmpi_tcp:on mpich:on}; do
     job=${run%:*} na=${run#*:}
     [[ $ppn == 1 && $na == off ]] && continue  # one rank per node: flat and node-aware are one
     impl=${job%_*}
