@@ -65,8 +65,7 @@ class DatagramChannel final : public P2pChannel {
   void hand_off() override {
     // Without its thread (it could not start) the channel still works while
     // the owner calls; between calls nothing would resend or acknowledge.
-    // Always at once: peers resend what this rank does not acknowledge.
-    if (helper_started_) helper_.hand_off(/*urgent=*/true);
+    if (helper_started_) helper_.hand_off();
   }
   void depart(bool clean, Nanos linger) override {
     auto lock = helper_.owner_lock();

@@ -8,11 +8,6 @@
 #include <string>
 
 namespace ibbcast {
-namespace {
-
-constexpr auto kGrace = std::chrono::milliseconds(1);
-
-}  // namespace
 
 HandOff::HandOff(std::function<bool()> turn, std::function<void(int)> nap)
     : turn_(std::move(turn)), nap_(std::move(nap)) {}
@@ -51,7 +46,10 @@ std::unique_lock<std::mutex> HandOff::owner_lock() {
   --owners_waiting_;
   away_ = false;
   // A helper napping on the channel's fd would wake with this owner on the
-  // next arrival (see loop()): it goes back to its condition variable now.
+  // next arrival: on two cores that doubled a 1-byte broadcast (the sender's
+  // syscall woke both threads, and the helper's wake-up pre-empted its
+  // owner). It goes back to its condition variable now, where arrivals do
+  // not reach it.
   if (napping_.exchange(false)) {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
@@ -59,12 +57,10 @@ std::unique_lock<std::mutex> HandOff::owner_lock() {
   return lock;
 }
 
-void HandOff::hand_off(bool urgent) {
+void HandOff::hand_off() {
   {
     std::lock_guard lock(mu_);
     away_ = true;
-    urgent_ = urgent;
-    ++hand_offs_;
   }
   cv_.notify_one();
 }
@@ -74,22 +70,6 @@ void HandOff::loop() {
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || away_; });
     if (stopping_) return;
-    // An application calling broadcasts in a loop is back within
-    // microseconds. A helper napping on the channel's event fd meanwhile
-    // would wake with the owner on every arrival: on two cores that doubled
-    // a 1-byte broadcast (the sender's syscall woke both threads, and the
-    // helper's wake-up preempted its owner). With nothing owed to peers it
-    // first waits out a grace period on its condition variable, where
-    // arrivals do not reach it; a peer's bytes then wait in the socket at
-    // most that long.
-    // The grace runs from the latest hand-off, and an urgent one ends it.
-    bool back = false;
-    for (uint64_t seen = hand_offs_; !urgent_ && !back; seen = hand_offs_) {
-      if (!cv_.wait_for(lock, kGrace, [&] { return stopping_ || !away_ || hand_offs_ != seen; }))
-        break;
-      back = stopping_ || !away_;
-    }
-    if (back) continue;
     const bool more = turn_();
     lock.unlock();
     if (more) {

@@ -8,7 +8,8 @@
 // collective, for the very peer that waits for them. So while the owner is
 // away a helper takes turns of the channel's work, napping on its event fd
 // in between (no spinning: many ranks may share two cores), and steps aside
-// as soon as the owner calls again, so the owner's latency is untouched.
+// as soon as the owner calls again, so the owner's latency is untouched: an
+// owner's first call kicks a napping helper off the fd.
 //
 // A busy helper must really let the owner in: unlocking and relocking a
 // mutex is not enough, as the thread already running wins it back nearly
@@ -47,11 +48,8 @@ class HandOff {
   /// Every call of the owner holds this: the owner is back, the helper steps
   /// aside until the next hand_off().
   std::unique_lock<std::mutex> owner_lock();
-  /// The owner returns to the application: the helper takes turns. Never
-  /// blocks long. `urgent`: the channel holds work for peers (bytes not yet
-  /// on the wire, segments to resend), so the helper starts at once; else it
-  /// first waits a grace period for the owner's return (see loop()).
-  void hand_off(bool urgent);
+  /// The owner returns to the application: the helper takes turns. Never blocks long.
+  void hand_off();
   /// The lock itself, for reads that do not bring the owner back (counters).
   std::mutex& mutex() const { return mu_; }
 
@@ -63,8 +61,6 @@ class HandOff {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool away_ = false;
-  bool urgent_ = false;
-  uint64_t hand_offs_ = 0;
   bool stopping_ = false;
   std::atomic<int> owners_waiting_{0};
   std::atomic<bool> napping_{false};  ///< the helper naps on the fd (owner_lock kicks it)

@@ -1,6 +1,6 @@
 // The hand-off thread (transports/hand_off.h): it takes turns of its
-// channel's work while the owner is away, waits a grace period first when
-// nothing is owed to peers, and leaves the channel's fd when the owner is back.
+// channel's work while the owner is away and leaves the channel's fd when
+// the owner is back.
 #include "transports/hand_off.h"
 
 #include <gtest/gtest.h>
@@ -44,42 +44,12 @@ bool eventually(const std::function<bool()>& what, std::chrono::milliseconds wit
   return what();
 }
 
-TEST(HandOff, UrgentHandOffTakesATurnAtOnce) {
+TEST(HandOff, AHandOffTakesATurnAtOnce) {
   Probe probe;
   HandOff h = probe.make();
   ASSERT_TRUE(h.start().is_ok());
-  h.hand_off(/*urgent=*/true);
+  h.hand_off();
   EXPECT_TRUE(eventually([&] { return probe.turns > 0; }, std::chrono::seconds(5)));
-  h.stop();
-}
-
-TEST(HandOff, AnOwnerAwayLongerThanTheGraceGetsTurnsToo) {
-  Probe probe;
-  HandOff h = probe.make();
-  ASSERT_TRUE(h.start().is_ok());
-  h.hand_off(/*urgent=*/false);
-  // The grace only delays the helper: an owner gone for good still has its
-  // channel driven (peers' bytes read, goodbyes answered).
-  EXPECT_TRUE(eventually([&] { return probe.turns > 0; }, std::chrono::seconds(5)));
-  h.stop();
-}
-
-TEST(HandOff, AnOwnerBackWithinTheGraceLeavesTheHelperAsleep) {
-  Probe probe;
-  probe.nap = std::chrono::milliseconds(0);  // as if every nap ended on an arrival
-  HandOff h = probe.make();
-  ASSERT_TRUE(h.start().is_ok());
-  // A loop of broadcasts: the owner hands off and is back well within the
-  // grace. Without it the helper takes a turn (and then naps on the fd)
-  // after every hand-off; a loaded machine may still let a few through.
-  constexpr int kRounds = 100;
-  for (int i = 0; i < kRounds; ++i) {
-    h.hand_off(/*urgent=*/false);
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-    auto lock = h.owner_lock();
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_LT(probe.turns.load(), kRounds / 4);
   h.stop();
 }
 
@@ -87,7 +57,7 @@ TEST(HandOff, AReturningOwnerKicksTheHelperOffTheChannelFd) {
   Probe probe;
   HandOff h = probe.make();
   ASSERT_TRUE(h.start().is_ok());
-  h.hand_off(/*urgent=*/true);
+  h.hand_off();
   ASSERT_TRUE(eventually([&] { return probe.napping.load(); }, std::chrono::seconds(5)));
   const auto t0 = Clock::now();
   { auto lock = h.owner_lock(); }
@@ -97,7 +67,7 @@ TEST(HandOff, AReturningOwnerKicksTheHelperOffTheChannelFd) {
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
   // The kick is consumed: a later nap lasts again (no busy loop of naps).
   const int before = probe.naps_ended;
-  h.hand_off(/*urgent=*/true);
+  h.hand_off();
   ASSERT_TRUE(eventually([&] { return probe.napping.load(); }, std::chrono::seconds(5)));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(probe.naps_ended.load(), before);

@@ -285,17 +285,7 @@ bool Channel::helper_turn() {
 }
 
 void Channel::hand_off() {
-  // After a send, progress now: UCX's TCP transport reports an eager send
-  // complete with up to a segment of it still in its own buffer, written to
-  // the socket only by a later progress call (docs/protocol.md). A rank that
-  // only received may let the helper wait.
-  bool urgent;
-  {
-    std::lock_guard lock(helper_.mutex());
-    urgent = !sends_.empty() || sent_since_hand_off_;
-    sent_since_hand_off_ = false;
-  }
-  helper_.hand_off(urgent);
+  helper_.hand_off();
 }
 
 bool Channel::reap(void* request) {

@@ -215,7 +215,6 @@ class Channel : public P2pChannel {
   uint64_t next_handle_ = 1;
   std::unordered_map<SendOp*, std::unique_ptr<SendOp>> sends_;
   std::vector<std::unique_ptr<SendOp>> spare_sends_;
-  bool sent_since_hand_off_ = false;  ///< UCX may still hold bytes of a completed send
   std::unordered_map<RecvOp*, std::unique_ptr<RecvOp>> recvs_;
   // Registrations (ucx_register.cc): destroyed before ucp_cleanup.
   UcxConfig reg_config_;

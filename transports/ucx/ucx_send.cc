@@ -92,7 +92,6 @@ Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
     return make_error(s == UCS_ERR_NO_MEMORY ? Errc::kNoResource : Errc::kDeviceLost, why);
   }
   ++p.next_send_seq;
-  sent_since_hand_off_ = true;
   if (req != nullptr) return false;
   recycle(op);  // completed inside the call: no callback will come
   return true;
