@@ -1,84 +1,112 @@
 #!/usr/bin/env bash
-# The simulator against the fabric (issue 8): measure LogGP on the namespace fabric
-# (`ibbcast bench --loggp`, UCX rank 0 -> 1 on a 2-host fabric), run `ibbcast bench` for
-# each group size, predict every measured point with `ibbcast sim --loggp FILE`, and print
-# one CSV row per (ranks, algorithm, size): measured vs predicted, relative error.
-# "last" is the slowest non-root rank of the per-node method (thesis 4.2.1), "mean" the mean
-# over the non-root ranks; the sim's are the model's last and mean (exact at zero loss).
-# Usage: scripts/validate_sim.sh [BUILD_DIR] [RANKS...]   (root; fabrics made and removed)
-#   SIZES=1k,16k ALGORITHMS=two_stage,binomial,linear,fragmented_chain ITERATIONS=15
-#   FRAGMENT=1k (engine and sim), OUT=docs/bench: loggp-DATE.csv (the parameters),
-#   validate-bench-DATE.csv (the bench rows), validate-sim-DATE.csv (the comparison)
+# The simulator against the fabric, in one command (issue 23): calibrate the machine's parameter
+# file (`ibbcast bench --calibrate`: the UCX channel's LogGP, the multicast path, the fixed cost
+# of a broadcast, the engine's copy; engine_bench's cost per fragment), measure every algorithm
+# with `ibbcast bench` (per-node method, thesis 4.2.1) on the namespace fabric unshaped and with
+# every link shaped, predict each cell with `ibbcast sim --params FILE`, and write
+#   OUT/params-DATE.txt            the parameter file (unshaped; the shaped runs add link.mbit)
+#   OUT/validate-bench-DATE.csv    the bench rows, with the link shape
+#   OUT/validate-sim-DATE.csv      measured against predicted, one row per cell
+#   OUT/validate-sim-DATE.svg      predicted against measured
+# and print the median and worst |relative error| per algorithm and link shape. "last" is the
+# slowest non-root rank's per-node median (what the sim's last is); "mean" their mean.
+#
+# Usage: scripts/validate_sim.sh [BUILD_DIR]   (root; fabrics made and removed)
+#   RANKS="2 4 8"  SIZES=1,1k,64k,1m,16m  SHAPED_SIZES=1,1k,64k,1m  RATE=200 (Mbit/s, 0: none)
+#   ALGORITHMS=(every one)  ITERATIONS=10  WARMUP=2  FRAGMENT=8k  MTU=9000  OUT=docs/bench
+#   PARAMS=FILE: use this parameter file instead of calibrating
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+
+if [[ ${1-} == --inside ]]; then
+  # One fabric of $2 ranks: the calibration (when asked), then the bench rows per shape, each
+  # prefixed by the shape.
+  n=$2 bin=$3 calibrate=$4
+  F=$IBBCAST_NETNS_FABRIC P=$IBBCAST_NETNS_PREFIX
+  "$F" mtu "$P" "$MTU"
+  run() {
+    timeout 3000 mpirun --allow-run-as-root --oversubscribe -np "$n" -x IBBCAST_NETNS_PREFIX \
+      -x UCX_TLS "$bin" bench --udp-interface eth0 --fragment-size "$FRAGMENT" "$@"
+  }
+  if [[ $calibrate != - ]]; then
+    run --calibrate --params-out "$calibrate" --fragment-ns "${FRAGMENT_NS:-0}" \
+      ${BYTE_NS:+--byte-ns "$BYTE_NS"} >&2
+  fi
+  shapes=off
+  ((RATE > 0)) && shapes="off ${RATE}mbit"
+  for shape in $shapes; do
+    "$F" shape "$P" "$shape"
+    sizes=$SIZES
+    [[ $shape != off ]] && sizes=$SHAPED_SIZES
+    run --algorithms "$ALGORITHMS" --sizes "$sizes" --iterations "$ITERATIONS" \
+      --warmup "$WARMUP" | awk -v s="$shape" -F, '$1 != "algorithm" { print s "," $0 }'
+  done
+  exit 0
+fi
+
 build=${1:-$repo/build}
-shift || true
-ranks=("$@")
-((${#ranks[@]})) || ranks=(2 3 4 6 8)
 bin=$build/tools/ibbcast
 [[ -x $bin ]] || { echo "no $bin: build first" >&2; exit 2; }
-sizes=${SIZES:-1k,16k}
-algorithms=${ALGORITHMS:-two_stage,binomial,linear,fragmented_chain}
-iterations=${ITERATIONS:-15}
-fragment=${FRAGMENT:-1k}
+export MTU=${MTU:-9000} FRAGMENT=${FRAGMENT:-8k} RATE=${RATE:-200}
+export SIZES=${SIZES:-1,1k,64k,1m,16m} SHAPED_SIZES=${SHAPED_SIZES:-1,1k,64k,1m}
+export ALGORITHMS=${ALGORITHMS:-two_stage,linear,chain,fragmented_chain,binary,binomial,knomial,split_binary,scatter_allgather,fibo_tree}
+export ITERATIONS=${ITERATIONS:-10} WARMUP=${WARMUP:-2}
+# UCX over TCP: its shared-memory transports would cross the namespaces of one host.
+export UCX_TLS=tcp
+read -r -a ranks <<<"${RANKS:-2 4 8}"
 out=${OUT:-$repo/docs/bench}
 day=$(date -u +%F)
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+params=${PARAMS:-$out/params-$day.txt}
 
-mpi() {  # RANKS ARGS... : one rank per namespace of a fresh fabric
-  local n=$1
-  shift
-  "$repo/tests/support/netns_run.sh" - "$n" -- \
-    timeout 1500 mpirun --allow-run-as-root --oversubscribe -np "$n" -x IBBCAST_NETNS_PREFIX \
-    "$bin" bench "$@"
-}
-
-echo "validate_sim: LogGP on 2 ranks" >&2
-mpi 2 --loggp --loggp-out "$out/loggp-$day.csv" >"$tmp/loggp.log"
-cat "$tmp/loggp.log" >&2
+# The engine's costs per fragment and per byte: engine_bench's receiver (CRC on, copied, not
+# landed) at 256 B and 4 KiB fragments, a line through the two.
+if [[ -z ${PARAMS-} && -x $build/bench/engine_bench ]]; then
+  read -r frag_ns byte_ns < <("$build/bench/engine_bench" \
+    --benchmark_filter='BM_ReceiverPerFragment/frag:(256|4096)/crc:1/landed:0$' \
+    --benchmark_format=csv 2>/dev/null | python3 -c '
+import csv, sys
+v = {}
+for r in csv.DictReader(sys.stdin):
+    v[int(r["name"].split("frag:")[1].split("/")[0])] = float(r["ns_per_fragment"]) * 1e9
+b = (v[4096] - v[256]) / (4096 - 256)
+print("%.1f %.5f" % (max(v[256] - 256 * b, 0), max(b, 0)))')
+  echo "validate_sim: engine_bench: $frag_ns ns per fragment, $byte_ns ns per byte" >&2
+  export FRAGMENT_NS=$frag_ns BYTE_NS=$byte_ns
+fi
 
 : >"$tmp/bench.csv"
+calibrate=$params
+[[ -n ${PARAMS-} ]] && calibrate=-
 for n in "${ranks[@]}"; do
-  echo "validate_sim: bench on $n ranks" >&2
-  mpi "$n" --udp-interface eth0 --algorithms "$algorithms" --sizes "$sizes" \
-    --iterations "$iterations" --fragment-size "$fragment" >"$tmp/bench_$n.csv"
-  if [[ ! -s $tmp/bench.csv ]]; then head -1 "$tmp/bench_$n.csv" >"$tmp/bench.csv"; fi
-  grep -v '^algorithm,' "$tmp/bench_$n.csv" >>"$tmp/bench.csv" || true
+  echo "validate_sim: $n ranks" >&2
+  "$repo/tests/support/netns_run.sh" - "$n" -- "$0" --inside "$n" "$bin" "$calibrate" \
+    >"$tmp/bench_$n.csv"
+  calibrate=-
+  cat "$tmp/bench_$n.csv" >>"$tmp/bench.csv"
 done
-cp "$tmp/bench.csv" "$out/validate-bench-$day.csv"
+[[ -s $params ]] || { echo "validate_sim: no parameter file $params" >&2; exit 1; }
+{
+  echo "shape,algorithm,size,ranks,root,method,target,median_us,p99_us"
+  cat "$tmp/bench.csv"
+} >"$out/validate-bench-$day.csv"
 
+# The predictions: one sim run per shape and size, over every rank count and algorithm.
+sed "s/^link.mbit = .*/link.mbit = $RATE/" "$params" >"$tmp/params-shaped.txt"
 : >"$tmp/sim.csv"
-for s in ${sizes//,/ }; do
-  "$bin" sim --ranks "$(IFS=,; echo "${ranks[*]}")" --algorithms "$algorithms" --size "$s" \
-    --fragment-size "$fragment" --loggp "$out/loggp-$day.csv" >"$tmp/sim_$s.csv"
-  if [[ ! -s $tmp/sim.csv ]]; then head -1 "$tmp/sim_$s.csv" >"$tmp/sim.csv"; fi
-  grep -v '^algorithm,' "$tmp/sim_$s.csv" >>"$tmp/sim.csv"
+ranks_list=$(IFS=,; echo "${ranks[*]}")
+for shape in off ${RATE}mbit; do
+  [[ $RATE == 0 && $shape != off ]] && continue
+  p=$params sizes=$SIZES
+  [[ $shape != off ]] && p=$tmp/params-shaped.txt sizes=$SHAPED_SIZES
+  for s in ${sizes//,/ }; do
+    "$bin" sim --ranks "$ranks_list" --algorithms "$ALGORITHMS" --size "$s" \
+      --fragment-size "$FRAGMENT" --params "$p" |
+      awk -v sh="$shape" -F, '$1 != "algorithm" { print sh "," $0 }' >>"$tmp/sim.csv"
+  done
 done
 
-python3 - "$tmp/bench.csv" "$tmp/sim.csv" >"$out/validate-sim-$day.csv" <<'PY'
-import csv, sys
-bench, sim = {}, {}
-for r in csv.DictReader(open(sys.argv[1])):
-    key = (int(r["ranks"]), r["algorithm"], int(r["size"]))
-    b = bench.setdefault(key, {"node": [], "max": None})
-    if r["method"] == "per_node":
-        b["node"].append(float(r["median_us"]))
-    else:
-        b["max"] = float(r["median_us"])
-for r in csv.DictReader(open(sys.argv[2])):
-    sim[(int(r["ranks"]), r["algorithm"], int(r["bytes"]))] = r
-print("ranks,algorithm,size,measured_last_us,predicted_last_us,rel_err_last,"
-      "measured_mean_us,predicted_mean_us,rel_err_mean,measured_max_over_ranks_us")
-for key in sorted(bench):
-    b, s = bench[key], sim.get(key)
-    if s is None or not b["node"]:
-        continue
-    last, mean = max(b["node"]), sum(b["node"]) / len(b["node"])
-    plast, pmean = float(s["model_last_us"]), float(s["model_mean_us"])
-    print("%d,%s,%d,%.1f,%.1f,%.3f,%.1f,%.1f,%.3f,%.1f" % (
-        key[0], key[1], key[2], last, plast, (plast - last) / last, mean, pmean,
-        (pmean - mean) / mean, b["max"] or 0))
-PY
-cat "$out/validate-sim-$day.csv"
+python3 "$repo/scripts/validate_sim_compare.py" "$out/validate-bench-$day.csv" "$tmp/sim.csv" \
+  "$out/validate-sim-$day.csv" "$out/validate-sim-$day.svg"

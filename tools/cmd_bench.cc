@@ -16,6 +16,7 @@
 #include "core/runtime/group.h"
 #include "tools/bench_compare_mpi.h"
 #include "tools/bench_util.h"
+#include "tools/calibrate_measure.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/loggp_measure.h"
@@ -30,6 +31,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   if (option(args, "loggp", "") == "1") {
     return run_loggp(args, boot, nullptr);
   }
+  if (option(args, "calibrate", "") == "1") return run_calibrate(args, boot);
   BenchPlan plan;
   IBBCAST_RETURN_IF_ERROR(read_plan(args, plan));
   auto transport = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), boot);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/model/loggp_fit.h"
+#include "core/model/machine_params.h"
 #include "core/model/sim.h"
 #include "core/protocol/units.h"
 #include "tools/cli.h"
@@ -133,6 +134,17 @@ Result<SimSetup> read_setup(const Args& a) {
       if (*v < 0) return make_error(Errc::kInvalidArgument, "--loggp values must be >= 0");
       *field[i] = *v;
     }
+  }
+  if (const std::string file = option(a, "params", ""); !file.empty()) {
+    // A machine's parameter file, as `ibbcast bench --calibrate` writes it.
+    std::ifstream f(file);
+    std::stringstream text;
+    text << f.rdbuf();
+    if (!f) return make_error(Errc::kInvalidArgument, "--params: cannot read " + file);
+    auto p = parse_model_params(text.str());
+    IBBCAST_RETURN_IF_ERROR(p.status());
+    s.base.model = p->reliable;
+    s.base.machine = p->machine;
   }
   s.csv = option(a, "csv", "");
   s.svg = option(a, "svg", "");

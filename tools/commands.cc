@@ -58,6 +58,11 @@ constexpr OptionDoc kBenchOptions[] = {
     {"loggp-sizes", "LIST", "sizes of the LogGP measurement (1,1k,4k,16k,64k)"},
     {"loggp-n", "N", "messages per LogGP burst (16)"},
     {"loggp-out", "FILE", "write the LogGP parameters for the loggp knob"},
+    {"calibrate", "", "measure the simulator's parameter file (LogGP, multicast, engine)"},
+    {"params-out", "FILE", "write that parameter file (ibbcast sim --params FILE)"},
+    {"link-mbit", "N", "with --calibrate: each link's rate, Mbit/s, if shaped (0)"},
+    {"fragment-ns", "NS", "with --calibrate: the engine's ns per fragment (engine_bench)"},
+    {"byte-ns", "NS", "with --calibrate: the engine's ns per byte (default: a memcpy here)"},
     {"compare", "mpi", "MPI_Bcast through the adapter against the MPI's own"},
 };
 
@@ -88,6 +93,7 @@ constexpr OptionDoc kSimOptions[] = {
     {"skew-scale", "DURATION", "scale of the skew (0)"},
     {"seed", "N", "random seed (1)"},
     {"loggp", "L,o,g,G|FILE", "LogGP parameters in us and us/byte (5,1.5,2,0.0008)"},
+    {"params", "FILE", "a machine's parameter file (bench --calibrate); overrides --loggp"},
     {"early-drop", "", "drop datagrams of broadcasts not yet entered"},
     {"csv", "FILE", "write the CSV here instead of stdout"},
     {"svg", "FILE", "also plot the results"},

@@ -27,7 +27,18 @@ class Rng {
   uint64_t s_;
 };
 
-enum class Kind : uint8_t { kOwn, kMulticast, kEnter };
+// The last four are machine mode's: a message reaches its sender's uplink (frag: its
+// transfer), a receiver's downlink (rank: the receiver), and its receiver, which still has to
+// take it (the rank's thread and a core).
+enum class Kind : uint8_t {
+  kOwn,
+  kMulticast,
+  kEnter,
+  kUplink,
+  kDownlink,
+  kArrive,
+  kArriveMulticast
+};
 
 struct Event {
   double t;
@@ -52,7 +63,13 @@ class Sim {
         entered_(p_, 1),
         enter_(p_, 0),
         port_(p_, 0),
-        done_(p_, 0) {
+        done_(p_, 0),
+        machine_mode_(machine_mode(sp.machine)) {
+    if (sp.machine.link_mbit > 0) {
+      up_.assign(p_, 0);
+      down_.assign(p_, 0);
+    }
+    cores_.assign(sp.machine.cores, 0);
     // Fragment size 0 is clamped to 1 byte, as model_fragment_count() does.
     const uint64_t fs = std::max<uint32_t>(sp.in.fragment_size, 1);
     m_ = sched.pipelined() ? std::min<uint64_t>(fs, sp.in.n) : sp.in.n;
@@ -73,6 +90,10 @@ class Sim {
     done_[0] = start;
     if (sched_.uses_multicast()) {
       for (uint32_t k = 0; k < f_; ++k) {
+        if (machine_mode_) {
+          multicast(k, start);
+          continue;
+        }
         const double s = send_slot(0, bytes(k), start);
         push(s + sp_.model.hop(bytes(k)), 0, k, Kind::kMulticast);
       }
@@ -114,10 +135,128 @@ class Sim {
 
   void forward(uint32_t r, uint32_t k, double t) {
     sched_.children(r, k, kids_);
+    const uint64_t m = bytes(k);
     for (uint32_t c : kids_) {
-      const double s = send_slot(r, bytes(k), t);
-      push(s + sp_.model.hop(bytes(k)), c, k, Kind::kOwn);
+      if (!machine_mode_) {
+        const double s = send_slot(r, m, t);
+        push(s + sp_.model.hop(m), c, k, Kind::kOwn);
+        continue;
+      }
+      const LogGP& g = sp_.model;
+      const double s = work(r, t, g.gap(m) + sp_.machine.fragment_us);
+      send_wire(Transfer{r, c, k, m, s + g.o + static_cast<double>(m - 1) * g.G, 0, 0, g.L},
+                s + g.o);
     }
+  }
+
+  // Machine mode (core/model/machine_params.h).
+
+  static bool machine_mode(const MachineCosts& m) {
+    return m.multicast.set() || m.bcast_us > 0 || m.fragment_us > 0 || m.byte_us > 0 ||
+           m.cores > 0 || m.link_mbit > 0;
+  }
+
+  /// Runs d us of rank r's work that is ready at t: on the rank's thread and, with cores,
+  /// on the core that frees first. Returns the start.
+  double work(uint32_t r, double t, double d) {
+    double s = std::max(t, port_[r]);
+    if (!cores_.empty()) {
+      auto core = std::min_element(cores_.begin(), cores_.end());
+      s = std::max(s, *core);
+      *core = s + d;
+    }
+    port_[r] = s + d;
+    return s;
+  }
+
+  /// A message on its way: links are taken in the order messages reach them (events), so
+  /// that a ring copy and a multicast datagram share a downlink first come, first served.
+  struct Transfer {
+    uint32_t from, to;  // to: kMulticastTo for every non-root rank
+    uint32_t frag;
+    uint64_t m;
+    double cpu_done;   // the sender's CPU is through with it
+    double up_end;     // its last byte left the uplink
+    uint32_t pending;  // downlink events still to come
+    double flight;     // L
+  };
+  static constexpr uint32_t kMulticastTo = ~0u;
+
+  /// Queues t's transfer for its sender's uplink at `ready`.
+  void send_wire(const Transfer& tr, double ready) {
+    uint32_t id;
+    if (free_.empty()) {
+      id = static_cast<uint32_t>(transfers_.size());
+      transfers_.push_back(tr);
+    } else {
+      id = free_.back();
+      free_.pop_back();
+      transfers_[id] = tr;
+    }
+    push(ready, tr.from, id, Kind::kUplink);
+  }
+
+  void uplink(uint32_t id, double t) {
+    Transfer& tr = transfers_[id];
+    const double start = up_.empty() ? t : std::max(t, up_[tr.from]);
+    tr.up_end = start + sp_.machine.wire_us(tr.m);
+    if (!up_.empty()) up_[tr.from] = tr.up_end;
+    if (tr.to != kMulticastTo) {
+      tr.pending = 1;
+      push(start, tr.to, id, Kind::kDownlink);
+      return;
+    }
+    // Every non-root rank in rank order: one loss draw each, the same on every run.
+    tr.pending = 0;
+    for (uint32_t r = 1; r < p_; ++r) {
+      if (sp_.in.loss > 0 && rng_.unit() < sp_.in.loss) {
+        ++result_.lost;
+        continue;
+      }
+      ++tr.pending;
+      push(start, r, id, Kind::kDownlink);
+    }
+    if (tr.pending == 0) free_.push_back(id);
+  }
+
+  /// Cut-through onto c's downlink from t: the message is whole there when its last byte is.
+  void downlink(uint32_t id, uint32_t c, double t) {
+    Transfer& tr = transfers_[id];
+    double down = tr.up_end;
+    if (!down_.empty()) {
+      const double s = std::max(t, down_[c]);
+      down = down_[c] = std::max(tr.up_end, s + sp_.machine.wire_us(tr.m));
+    }
+    const double at = std::max(tr.cpu_done, down) + tr.flight;
+    const bool mc = tr.to == kMulticastTo;
+    const uint32_t k = tr.frag;
+    if (--tr.pending == 0) free_.push_back(id);
+    if (mc && sp_.early_drop && enter_[c] > at) {
+      ++result_.lost;
+      return;
+    }
+    push(at, c, k, mc ? Kind::kArriveMulticast : Kind::kArrive);
+  }
+
+  /// The root multicasts fragment k, ready at t.
+  void multicast(uint32_t k, double t) {
+    const MulticastCost& mc = sp_.machine.multicast;
+    const LogGP& g = sp_.model;
+    const uint64_t m = bytes(k);
+    // Without multicast costs a datagram costs what a reliable message does.
+    const double send = mc.set() ? mc.send_us(m) : g.gap(m);
+    const double cpu_out = mc.set() ? mc.send_us(m) : g.o + static_cast<double>(m - 1) * g.G;
+    const double s = work(0, t, send + sp_.machine.fragment_us);
+    send_wire(Transfer{0, kMulticastTo, k, m, s + cpu_out, 0, 0, mc.set() ? mc.L : g.L},
+              s + (mc.set() ? mc.o_s : g.o));
+  }
+
+  /// Rank r takes a message that arrived at t; returns when it owns it.
+  double take(uint32_t r, uint32_t k, double t, bool from_multicast) {
+    const MachineCosts& mc = sp_.machine;
+    const double o = from_multicast && mc.multicast.set() ? mc.multicast.o_r : sp_.model.o;
+    const double d = o + mc.fragment_us + static_cast<double>(bytes(k)) * mc.byte_us;
+    return work(r, t, d) + d;
   }
 
   bool owns(uint32_t r, uint32_t k) const {
@@ -128,7 +267,7 @@ class Sim {
   bool own(uint32_t r, uint32_t k, double t) {
     if (owns(r, k)) return false;
     owned_[uint64_t{r} * words_ + k / 64] |= uint64_t{1} << (k % 64);
-    if (++count_[r] == f_) done_[r] = std::max(t, enter_[r]);
+    if (++count_[r] == f_) done_[r] = std::max(t, enter_[r]) + sp_.machine.bcast_us;
     if (entered_[r]) forward(r, k, t);  // else when it enters
     return true;
   }
@@ -151,6 +290,19 @@ class Sim {
           }
         }
         return;
+      case Kind::kUplink:
+        uplink(e.frag, e.t);
+        return;
+      case Kind::kDownlink:
+        downlink(e.frag, e.rank, e.t);
+        return;
+      case Kind::kArrive:
+      case Kind::kArriveMulticast: {
+        const bool mc = e.kind == Kind::kArriveMulticast;
+        const double t = take(e.rank, e.frag, e.t, mc);
+        if (own(e.rank, e.frag, t) && !mc && sched_.uses_multicast()) ++result_.repaired;
+        return;
+      }
       case Kind::kEnter:
         entered_[e.rank] = 1;
         for (uint32_t k = 0; k < f_; ++k) {
@@ -179,6 +331,10 @@ class Sim {
   std::vector<uint32_t> count_;
   std::vector<uint8_t> entered_;
   std::vector<double> enter_, port_, done_;
+  bool machine_mode_;
+  std::vector<double> up_, down_, cores_;  // machine mode: when each link and core frees
+  std::vector<Transfer> transfers_;        // machine mode: messages on the wire
+  std::vector<uint32_t> free_;             // their free slots
   std::vector<uint32_t> kids_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   SimResult result_;

@@ -10,10 +10,18 @@
 // a receiver without posted multicast buffers (the thesis's intermediate-phase loss). A rank
 // forwards only after it has entered, and completes when it owns every fragment, no earlier
 // than it entered. Times are us from the moment the first rank could enter.
+//
+// With MachineCosts set, a rank is one thread: receiving a message (its o, the engine's work
+// per fragment and per byte) occupies the rank like a send does, every such piece of work
+// also takes one of the machine's cores (cores > 0; greedy, in the order work becomes
+// ready), messages queue on their sender's uplink and each receiver's downlink (link_mbit
+// > 0), multicast datagrams cost MulticastCost, and a rank returns bcast_us after it owns
+// the message.
 
 #include <cstdint>
 #include <vector>
 
+#include "core/model/machine_params.h"
 #include "core/model/model_loggp.h"
 #include "core/protocol/status.h"
 
@@ -27,7 +35,8 @@ enum class Skew : uint8_t {
 
 struct SimParams {
   ModelInput in;              ///< algorithm, p (1 .. 2^20), n, fragment size, loss, root delay
-  LogGP model;                ///< costs
+  LogGP model;                ///< the reliable channel's costs
+  MachineCosts machine;       ///< the rest (core/model/machine_params.h); zero: pure LogGP
   Skew skew = Skew::kNone;    ///< arrival-time distribution, for every rank (root too)
   double skew_scale = 0;      ///< us
   bool early_drop = false;    ///< multicast reaching a rank before it entered is lost

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `ibbcast bench --loggp` briefly on a 2-host namespace fabric under mpirun: the per-size
 # table and the parameter file have their shape, every parameter is positive and finite, and
-# `ibbcast sim --loggp FILE` accepts the file. No timing is asserted (the machine is shared).
+# `ibbcast sim --loggp FILE` accepts the file. Then `bench --calibrate`: the machine's
+# parameter file has every key, the measured ones positive, and `ibbcast sim --params FILE`
+# accepts it and refuses a broken one. No timing is asserted (the machine is shared).
 # Usage: loggp_measure.sh IBBCAST
 set -uo pipefail
 bin=${1:?usage: loggp_measure.sh IBBCAST}
@@ -34,5 +36,30 @@ check "sim accepts the file" \
   "'$bin' sim --ranks 4 --algorithms binomial --size 1k --loggp '$dir/loggp.csv' >'$dir/sim' &&
    [[ \$(wc -l <'$dir/sim') -eq 2 ]]"
 check "sim refuses a missing file" "! '$bin' sim --ranks 4 --loggp '$dir/none' 2>/dev/null"
+
+"$here/support/netns_run.sh" - 2 -- \
+  timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 -x IBBCAST_NETNS_PREFIX \
+  "$bin" bench --calibrate --udp-interface eth0 --loggp-sizes 1,4k --loggp-n 8 --iterations 5 \
+  --warmup 1 --fragment-ns 50 --link-mbit 200 --params-out "$dir/params.txt" >"$dir/cal" 2>&1
+rc=$?
+cat "$dir/cal"
+[[ $rc -eq 0 ]] || { echo "FAIL: calibrate exit status $rc"; exit 1; }
+value() { awk -F' = ' -v k="$1" '$1 == k { print $2 }' "$dir/params.txt"; }
+for key in reliable.L_us reliable.o_us reliable.g_us reliable.G_us_per_byte multicast.o_s_us \
+  multicast.o_r_us multicast.L_us multicast.G_us_per_byte engine.bcast_us engine.fragment_us \
+  engine.byte_us link.mbit cpu.cores; do
+  check "the parameter file has $key" "[[ -n '$(value "$key")' ]]"
+done
+for key in reliable.o_us multicast.o_s_us multicast.o_r_us engine.byte_us cpu.cores; do
+  check "$key is positive ($(value "$key"))" "awk 'BEGIN { exit !($(value "$key") > 0) }'"
+done
+check "the given values are kept" \
+  "[[ $(value link.mbit) == 200 && $(value engine.fragment_us) == 0.05 ]]"
+check "sim accepts the parameter file" \
+  "'$bin' sim --ranks 4 --algorithms two_stage,binomial --size 64k --params '$dir/params.txt' \
+     >'$dir/sim2' && [[ \$(wc -l <'$dir/sim2') -eq 3 ]]"
+sed 's/^cpu.cores = .*/cpu.cores = many/' "$dir/params.txt" >"$dir/broken.txt"
+check "sim refuses a broken parameter file, naming the line" \
+  "! '$bin' sim --ranks 4 --params '$dir/broken.txt' 2>'$dir/err' && grep -q 'line [0-9]' '$dir/err'"
 ((fails == 0)) || { echo "FAIL: $fails check(s)"; exit 1; }
-echo "PASS: bench --loggp"
+echo "PASS: bench --loggp and --calibrate"

@@ -1,0 +1,73 @@
+#pragma once
+// The costs the simulator (core/model/sim.h) charges beyond the reliable channel's LogGP: the
+// multicast path, the engine's fixed cost per broadcast, per fragment and per byte, the cores
+// the ranks share and the link rate. Measured on a machine by `ibbcast bench --calibrate`
+// (scripts/validate_sim.sh runs it) and kept with the LogGP parameters in one parameter file,
+// which `ibbcast sim --params FILE` reads. All zero is pure LogGP: the simulator then agrees
+// with core/model/model_loggp.h exactly.
+//
+// Why each is there, on the namespace fabric of this machine:
+// - multicast: a datagram's send is one sendmmsg slot whose cost includes the bridge's
+//   delivery to every receiver (it runs in the sender's syscall), and its receive is a
+//   recvmmsg slot; neither is the UCX channel's o, g or G.
+// - bcast_us: from a rank's entry to its return, the progress loop's syscalls and wake-ups
+//   beyond the channels' own costs; on a real NIC too, a broadcast pays it once.
+// - cores: every rank of one host shares the host's cores; a send or receive that finds every
+//   core busy waits. 0 is a core per rank (the projection to big machines).
+// - link_mbit: each rank's link in each direction (tbf both ways on the fabric, a NIC port on
+//   a cluster): a message occupies its sender's uplink, then, cut-through, each receiver's
+//   downlink. 0 is a link faster than the CPU (no queueing on it).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/model/model_loggp.h"
+#include "core/protocol/status.h"
+
+namespace ibbcast {
+
+/// One multicast datagram of m bytes: the sender's port is busy send_us(m); a receiver owns
+/// it hop_us(m) after the send starts; receiving it costs the receiver o_r.
+struct MulticastCost {
+  double o_s = 0;  ///< us the sender spends per datagram, in a burst
+  double o_r = 0;  ///< us a receiver spends per datagram
+  double L = 0;    ///< us in flight (one way minus o_s and o_r)
+  double G = 0;    ///< us per byte, on the sender's port and in flight
+
+  bool set() const { return o_s > 0 || o_r > 0 || L > 0 || G > 0; }
+  double send_us(uint64_t m) const;
+  double hop_us(uint64_t m) const;
+};
+
+struct MachineCosts {
+  MulticastCost multicast;  ///< all zero: a datagram costs what a reliable message does
+  double bcast_us = 0;      ///< per broadcast and rank, entry to return, beyond the channels
+  double fragment_us = 0;   ///< the engine's work per fragment, at each end
+  double byte_us = 0;       ///< the engine's work per byte (the copy out), at the receiver
+  uint32_t cores = 0;       ///< cores the ranks share; 0: a core per rank
+  double link_mbit = 0;     ///< each rank's link each way, Mbit/s; 0: not link-bound
+
+  /// Link time of m bytes in us (0 when not link-bound).
+  double wire_us(uint64_t m) const;
+};
+
+/// Everything the simulator needs about a machine: the reliable channel and the rest.
+struct ModelParams {
+  LogGP reliable;
+  MachineCosts machine;
+};
+
+/// The parameter file: '#' comment lines and "key = value" lines (us, us/byte, Mbit/s):
+///   reliable.L_us reliable.o_us reliable.g_us reliable.G_us_per_byte
+///   multicast.o_s_us multicast.o_r_us multicast.L_us multicast.G_us_per_byte
+///   engine.bcast_us engine.fragment_us engine.byte_us cpu.cores link.mbit
+/// A key left out keeps its default (LogGP's defaults, the rest 0). `comment` (lines without
+/// the '#') heads the file: where and how the values were measured.
+std::string format_model_params(const ModelParams& p, std::string_view comment);
+
+/// Errors (kInvalidArgument, naming the line): an unknown key, a value that is not a finite
+/// number >= 0, a line that is neither comment nor "key = value".
+Result<ModelParams> parse_model_params(std::string_view text);
+
+}  // namespace ibbcast

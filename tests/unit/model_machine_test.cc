@@ -1,0 +1,155 @@
+// The simulator's machine mode (core/model/machine_params.h): closed forms of small cases with
+// each cost alone, and the parameter file's round trip and errors.
+#include <gtest/gtest.h>
+
+#include "core/model/machine_params.h"
+#include "core/model/sim.h"
+
+namespace ibbcast {
+namespace {
+
+SimParams base(Algorithm a, uint32_t p, uint64_t n) {
+  SimParams sp;
+  sp.in.algorithm = a;
+  sp.in.p = p;
+  sp.in.n = n;
+  sp.in.fragment_size = 1024;
+  sp.model = LogGP{10, 2, 3, 0.01};
+  return sp;
+}
+
+double last(const SimParams& sp) {
+  auto r = simulate(sp);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  return r ? r->last : -1;
+}
+
+TEST(MachineSim, FixedCostAddsToEveryRank) {
+  SimParams sp = base(Algorithm::kLinear, 4, 100);
+  const double pure = last(sp);
+  sp.machine.bcast_us = 7;
+  auto r = simulate(sp);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_DOUBLE_EQ(r->last, pure + 7);
+  // Linear, 3 children: the third send starts after two gaps, then a hop.
+  EXPECT_DOUBLE_EQ(pure, 2 * sp.model.gap(100) + sp.model.hop(100));
+}
+
+TEST(MachineSim, ReceivingOccupiesTheRank) {
+  // A chain of 2 fragments through rank 1: in pure LogGP rank 1 forwards fragment 0 while
+  // receiving fragment 1 for free; a rank that is one thread takes o for each receive first.
+  SimParams sp = base(Algorithm::kFragmentedChain, 3, 2048);
+  sp.machine.fragment_us = 0.5;
+  const LogGP& g = sp.model;
+  const double d = g.gap(1024) + 0.5;         // a send's occupancy
+  const double recv = g.o + 0.5;              // a receive's
+  const double fly = g.o + 1023 * g.G + g.L;  // send start to arrival
+  // Rank 0 sends fragment 0 at 0 and fragment 1 at d; rank 1 takes them at fly and d + fly.
+  const double own0 = fly + recv;
+  const double own1 = std::max(d + fly, own0 + d) + recv;  // rank 1 was sending fragment 0
+  // Rank 1 forwards fragment 1 at own1; rank 2 owns it a flight and a receive later.
+  EXPECT_DOUBLE_EQ(last(sp), std::max(own1, own0 + d) + fly + recv);
+}
+
+TEST(MachineSim, SharedCoresQueueWork) {
+  // Linear to 3 ranks on one core: the root's sends and the receivers' receives all take it.
+  SimParams sp = base(Algorithm::kLinear, 4, 1);
+  sp.model.L = 1;
+  sp.machine.cores = 1;
+  const LogGP& g = sp.model;
+  const double gap = g.gap(1), fly = g.o + g.L;
+  // Sends at 0, gap, 2 gap (the core is the root's alone until the first arrival at fly).
+  ASSERT_LT(fly, 3 * gap);  // arrivals find the core busy with the root's sends
+  // Every receive waits for the root's three sends, then they take turns.
+  EXPECT_DOUBLE_EQ(last(sp), 3 * gap + 3 * g.o);
+  sp.machine.cores = 0;  // a core per rank: only the rank's own thread serialises
+  EXPECT_DOUBLE_EQ(last(sp), 2 * gap + fly + g.o);
+}
+
+TEST(MachineSim, LinksQueueAtTheSenderAndCutThrough) {
+  // 1 Mbit/s: a byte takes 8 us on the wire, far more than the CPU's cost.
+  SimParams sp = base(Algorithm::kLinear, 3, 1000);
+  sp.model.G = 0;
+  sp.machine.link_mbit = 1;
+  const LogGP& g = sp.model;
+  const double wire = 8000;
+  // Two messages share the root's uplink: the second is down at 2 wires after o.
+  EXPECT_DOUBLE_EQ(last(sp), g.o + 2 * wire + g.L + g.o);
+}
+
+TEST(MachineSim, TwoStageOnLinksIsTwoMessageTimes) {
+  // The thesis's 2n/R: every receiver's downlink carries the multicast and the ring copies,
+  // first come, first served; a rank is done a few ring copies short of 2n.
+  SimParams sp = base(Algorithm::kTwoStage, 8, 64 * 1024);
+  sp.model = LogGP{1, 0.5, 0.5, 0};
+  sp.machine.link_mbit = 200;
+  sp.machine.multicast = MulticastCost{0.5, 0.5, 1, 0};
+  const double two_n_over_r = 2 * sp.machine.wire_us(64 * 1024);
+  const double t = last(sp);
+  EXPECT_GT(t, 0.9 * two_n_over_r);
+  EXPECT_LT(t, 1.05 * two_n_over_r);
+}
+
+TEST(MachineSim, MulticastCostsItsOwn) {
+  SimParams sp = base(Algorithm::kTwoStage, 2, 1);
+  sp.machine.multicast = MulticastCost{1, 2, 3, 0};
+  // One datagram: o_s + L + o_r = 6 us, sooner than the ring copy (hop 2 o + L = 14).
+  EXPECT_DOUBLE_EQ(last(sp), 6);
+  auto r = simulate(sp);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->repaired, 0u);
+}
+
+TEST(MachineSim, LossIsRepairedByTheRing) {
+  SimParams sp = base(Algorithm::kTwoStage, 4, 8 * 1024);
+  sp.machine.multicast = MulticastCost{1, 1, 1, 0};
+  sp.in.loss = 1;
+  auto r = simulate(sp);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(r->lost, 3u * 8);
+  EXPECT_EQ(r->repaired, 3u * 8);
+}
+
+TEST(MachineParams, RoundTrip) {
+  ModelParams p;
+  p.reliable = LogGP{1.5, 4.25, 7, 0.0007};
+  p.machine.multicast = MulticastCost{3.5, 1.25, 2, 0.0004};
+  p.machine.bcast_us = 11;
+  p.machine.fragment_us = 0.042;
+  p.machine.byte_us = 0.0001;
+  p.machine.cores = 2;
+  p.machine.link_mbit = 200;
+  const std::string text = format_model_params(p, "measured here\nby a test");
+  EXPECT_EQ(text.rfind("# measured here\n# by a test\n", 0), 0u) << text;
+  auto q = parse_model_params(text);
+  ASSERT_TRUE(q.is_ok()) << q.status().to_string();
+  EXPECT_DOUBLE_EQ(q->reliable.o, 4.25);
+  EXPECT_DOUBLE_EQ(q->reliable.G, 0.0007);
+  EXPECT_DOUBLE_EQ(q->machine.multicast.o_r, 1.25);
+  EXPECT_DOUBLE_EQ(q->machine.multicast.G, 0.0004);
+  EXPECT_DOUBLE_EQ(q->machine.bcast_us, 11);
+  EXPECT_DOUBLE_EQ(q->machine.fragment_us, 0.042);
+  EXPECT_EQ(q->machine.cores, 2u);
+  EXPECT_DOUBLE_EQ(q->machine.link_mbit, 200);
+}
+
+TEST(MachineParams, MissingKeysKeepDefaults) {
+  auto q = parse_model_params("# only one\nengine.bcast_us = 3\n");
+  ASSERT_TRUE(q.is_ok());
+  EXPECT_DOUBLE_EQ(q->machine.bcast_us, 3);
+  EXPECT_DOUBLE_EQ(q->reliable.L, LogGP{}.L);
+  EXPECT_FALSE(q->machine.multicast.set());
+}
+
+TEST(MachineParams, ErrorsNameTheLine) {
+  for (const char* bad : {"reliable.L_us = -1\n", "# ok\nnot a pair\n", "engine.speed = 3\n",
+                          "cpu.cores = 1.5\n", "link.mbit = fast\n", "reliable.o_us =\n"}) {
+    auto q = parse_model_params(bad);
+    ASSERT_FALSE(q.is_ok()) << bad;
+    EXPECT_EQ(q.status().code(), Errc::kInvalidArgument);
+    EXPECT_NE(q.status().to_string().find("line"), std::string::npos) << q.status().to_string();
+  }
+}
+
+}  // namespace
+}  // namespace ibbcast

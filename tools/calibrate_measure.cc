@@ -1,0 +1,320 @@
+#include "tools/calibrate_measure.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "core/model/loggp_fit.h"
+#include "core/model/machine_params.h"
+#include "core/runtime/group.h"
+#include "tools/bench_util.h"
+#include "tools/commands.h"
+#include "tools/loggp_measure.h"
+#include "transports/factory.h"
+#include "transports/ucx/ucx_channel.h"
+
+namespace ibbcast::tool {
+namespace {
+
+constexpr uint32_t kBurst = 16;  // datagrams per burst
+constexpr uint32_t kReps = 31;   // measured repetitions per median
+constexpr uint32_t kWarmup = 3;
+constexpr auto kDrainLimit = std::chrono::milliseconds(200);
+
+double us_since(Nanos t0) {
+  return static_cast<double>((monotonic_now() - t0).count()) / 1e3;
+}
+
+/// Rank 0's value of a double, on every rank.
+Result<double> from_rank(Bootstrap& boot, uint32_t rank, double mine) {
+  std::vector<double> all(boot.size());
+  IBBCAST_RETURN_IF_ERROR(
+      boot.allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))));
+  return all[rank];
+}
+
+/// The multicast path between ranks 0 (sender) and 1, over the transport's own channel.
+class McastProbe {
+ public:
+  McastProbe(Bootstrap& boot, McastChannel& ch, Pinger& pinger)
+      : boot_(boot), ch_(ch), pinger_(pinger) {}
+
+  struct Point {
+    uint64_t m = 0;
+    double one_way = 0;  ///< one datagram, send to receipt, us
+    double gap = 0;      ///< per datagram of a burst, us
+    double o_s = 0;      ///< the sender's cost per datagram of a burst, us
+    double o_r = 0;      ///< the receiver's cost per datagram already queued, us
+  };
+
+  /// Every rank calls it; the result is meaningful on rank 0.
+  Status measure(uint64_t m, double rtt, Point* out) {
+    std::vector<std::byte> payload(m, std::byte{0x6d});
+    std::vector<double> t1, tk, send_cost, recv_cost;
+    for (uint32_t rep = 0; rep < kWarmup + kReps; ++rep) {
+      double a = 0, b = 0, s = 0, r = 0;
+      IBBCAST_RETURN_IF_ERROR(timed_burst(payload, 1, &a, nullptr));
+      IBBCAST_RETURN_IF_ERROR(timed_burst(payload, kBurst, &b, &s));
+      IBBCAST_RETURN_IF_ERROR(queued_drain(payload, &r));
+      if (rep < kWarmup) continue;
+      t1.push_back(a);
+      tk.push_back(b);
+      send_cost.push_back(s);
+      recv_cost.push_back(r);
+    }
+    auto o_r = from_rank(boot_, 1, median(recv_cost));
+    IBBCAST_RETURN_IF_ERROR(o_r.status());
+    out->m = m;
+    out->one_way = median(t1) - rtt / 2;
+    out->gap = (median(tk) - median(t1)) / (kBurst - 1);
+    out->o_s = median(send_cost);
+    out->o_r = *o_r;
+    return Status::ok();
+  }
+
+  uint64_t incomplete() const { return incomplete_; }
+
+ private:
+  // A plain barrier: one that polled the channel meanwhile would take a burst sent by a rank
+  // that left the barrier first.
+  Status barrier() { return boot_.barrier(); }
+
+  /// Sends `count` datagrams as one burst; returns when all went.
+  Status send(const std::vector<std::byte>& payload, uint32_t count) {
+    std::vector<Gather> frames(count, Gather{{std::span(payload), {}, {}}});
+    std::size_t sent = 0;
+    while (sent < count) {
+      auto n = ch_.send_burst(std::span(frames).subspan(sent));
+      if (!n) {
+        if (n.status().code() != Errc::kAgain) return n.status();
+        std::this_thread::yield();
+        continue;
+      }
+      sent += *n;
+    }
+    return Status::ok();
+  }
+
+  /// Polls until `want` datagrams came or the limit passed; returns how many came.
+  uint32_t drain(uint32_t want, const Nanos* limit) {
+    std::array<RecvView, 32> views;
+    uint32_t got = 0;
+    do {
+      const std::size_t n = ch_.poll(views);
+      got += static_cast<uint32_t>(n);
+      ch_.release(std::span(views.data(), n));
+    } while (got < want && (limit == nullptr || monotonic_now() < *limit));
+    return got;
+  }
+
+  /// Rank 0: the time from its first send until rank 1's pong for the burst, and the send's
+  /// own cost per datagram. Rank 1: receives the burst, answers.
+  Status timed_burst(const std::vector<std::byte>& payload, uint32_t count, double* us,
+                     double* send_us) {
+    IBBCAST_RETURN_IF_ERROR(barrier());
+    if (boot_.rank() == 0) {
+      const Nanos t0 = monotonic_now();
+      IBBCAST_RETURN_IF_ERROR(send(payload, count));
+      if (send_us != nullptr) *send_us = us_since(t0) / count;
+      IBBCAST_RETURN_IF_ERROR(pinger_.wait(1, [] {}));
+      *us = us_since(t0);
+    } else if (boot_.rank() == 1) {
+      const Nanos limit = monotonic_now() + kDrainLimit;
+      if (drain(count, &limit) < count) ++incomplete_;
+      IBBCAST_RETURN_IF_ERROR(pinger_.send(0));
+    }
+    return Status::ok();
+  }
+
+  /// Rank 1's cost per datagram of a burst already in its socket or queue.
+  Status queued_drain(const std::vector<std::byte>& payload, double* per) {
+    IBBCAST_RETURN_IF_ERROR(barrier());
+    if (boot_.rank() == 0) {
+      IBBCAST_RETURN_IF_ERROR(send(payload, kBurst));
+    } else if (boot_.rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const Nanos t0 = monotonic_now();
+      const Nanos limit = t0 + kDrainLimit;
+      const uint32_t got = drain(kBurst, &limit);
+      if (got < kBurst) ++incomplete_;
+      *per = us_since(t0) / std::max<uint32_t>(got, 1);
+    }
+    return Status::ok();
+  }
+
+  Bootstrap& boot_;
+  McastChannel& ch_;
+  Pinger& pinger_;
+  uint64_t incomplete_ = 0;
+};
+
+Result<double> parse_real(const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !std::isfinite(v))
+    return make_error(Errc::kInvalidArgument, "calibrate: not a number: " + s);
+  return v;
+}
+
+/// Least-squares slope and intercept of y over x.
+std::pair<double, double> line_fit(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sx += x[i];
+    sy += y[i];
+    sxx += x[i] * x[i];
+    sxy += x[i] * y[i];
+  }
+  const double d = n * sxx - sx * sx;
+  const double slope = d != 0 ? (n * sxy - sx * sy) / d : 0;
+  return {slope, (sy - slope * sx) / n};
+}
+
+/// The engine's copy of a fragment into the user's buffer, per byte: memcpy of 8 MiB.
+double copy_us_per_byte() {
+  constexpr std::size_t kBytes = 8u << 20;
+  std::vector<std::byte> a(kBytes, std::byte{1}), b(kBytes);
+  std::vector<double> t;
+  for (int i = 0; i < 7; ++i) {
+    const Nanos t0 = monotonic_now();
+    std::memcpy(b.data(), a.data(), kBytes);
+    t.push_back(us_since(t0));
+  }
+  return median(t) / kBytes;
+}
+
+/// The per-node time of a 1-byte linear broadcast to rank 1 (rank 0's median).
+Status fixed_cost(Group& g, Bootstrap& boot, Pinger& pinger, double rtt, double* us) {
+  std::byte one{0x42};
+  auto idle = [&] { (void)g.progress(false, Nanos(0)); };
+  std::vector<double> samples;
+  for (uint32_t it = 0; it < 10 + 101; ++it) {
+    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
+    if (boot.rank() != 0) {
+      IBBCAST_RETURN_IF_ERROR(g.bcast(0, &one, 1));
+      if (boot.rank() == 1) IBBCAST_RETURN_IF_ERROR(pinger.send(0));
+      continue;
+    }
+    // The root enters last, as in the benchmark's per-node method.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    const Nanos t0 = monotonic_now();
+    auto req = g.ibcast(0, &one, 1);
+    if (!req) return req.status();
+    IBBCAST_RETURN_IF_ERROR(pinger.wait(1, idle));
+    const double t = us_since(t0) - rtt / 2;
+    IBBCAST_RETURN_IF_ERROR(g.wait(*req));
+    if (it >= 10) samples.push_back(t);
+  }
+  *us = median(samples);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status run_calibrate(const Args& args, Bootstrap& boot) {
+  if (boot.size() < 2) return make_error(Errc::kInvalidArgument, "calibrate: needs 2 ranks");
+  auto link = parse_size(option(args, "link-mbit", "0"));
+  IBBCAST_RETURN_IF_ERROR(link.status());
+  ModelParams p;
+  IBBCAST_RETURN_IF_ERROR(run_loggp(args, boot, &p.reliable));
+
+  auto transport = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), boot);
+  if (!transport) return transport.status();
+  auto pong = ucx::Channel::create(boot, {});
+  if (!pong) return pong.status();
+  Pinger pinger(**pong, boot.rank());
+  double rtt = 0;
+  IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(
+      boot, 0, 1, [] {}, &rtt));
+
+  // The multicast address: rank 0's choice.
+  std::array<char, 128> addr{};
+  if (boot.rank() == 0) {
+    const std::string a = (*transport)->choose_multicast_address(0x1bbca57);
+    std::snprintf(addr.data(), addr.size(), "%s", a.c_str());
+  }
+  std::vector<char> all(addr.size() * boot.size());
+  IBBCAST_RETURN_IF_ERROR(
+      boot.allgather(std::as_bytes(std::span(addr)), std::as_writable_bytes(std::span(all))));
+  const std::string address(all.data());
+  auto mcast = (*transport)->open_multicast(address, {});
+  if (!mcast) return mcast.status();
+  McastProbe probe(boot, **mcast, pinger);
+  const uint32_t max_dgram = std::min<uint32_t>((*transport)->capabilities().max_datagram, 8192);
+  std::vector<double> xs, sends;
+  McastProbe::Point first;
+  for (uint64_t m : {uint64_t{1}, uint64_t{1024}, uint64_t{max_dgram / 2}, uint64_t{max_dgram}}) {
+    McastProbe::Point pt;
+    IBBCAST_RETURN_IF_ERROR(probe.measure(m, rtt, &pt));
+    if (boot.rank() == 0) {
+      std::printf(
+          "# multicast %llu B: one way %.2f us, gap %.3f us, send %.3f us, receive %.3f us\n",
+          static_cast<unsigned long long>(m), pt.one_way, pt.gap, pt.o_s, pt.o_r);
+    }
+    if (m == 1) first = pt;
+    xs.push_back(static_cast<double>(m - 1));
+    sends.push_back(pt.o_s);
+  }
+  auto incomplete = from_rank(boot, 1, static_cast<double>(probe.incomplete()));
+  IBBCAST_RETURN_IF_ERROR(incomplete.status());
+  if (*incomplete > 0 && boot.rank() == 0) {
+    std::fprintf(stderr,
+                 "ibbcast bench --calibrate: %.0f bursts lost datagrams (a shaped or lossy "
+                 "fabric?); the multicast figures include the waits\n",
+                 *incomplete);
+  }
+  // The sender's own cost per datagram, fitted over the sizes. The gap between datagrams of
+  // a burst at the receiver (printed above) is the difference of two round trips: on this
+  // shared machine it came out negative as often as not.
+  const auto [slope, intercept] = line_fit(xs, sends);
+  MulticastCost& mc = p.machine.multicast;
+  mc.G = std::max(slope, kLogGPFloor);
+  mc.o_s = std::max(intercept, kLogGPFloor);
+  mc.o_r = std::max(first.o_r, kLogGPFloor);
+  mc.L = std::max(first.one_way - mc.o_s - mc.o_r, kLogGPFloor);
+
+  EngineConfig cfg = args.engine.value();
+  cfg.algorithm = Algorithm::kLinear;
+  auto group = create_group(**transport, boot, cfg);
+  if (!group) return group.status();
+  double t_linear = 0;
+  IBBCAST_RETURN_IF_ERROR(fixed_cost(**group, boot, pinger, rtt, &t_linear));
+  // The engine's costs from engine_bench when given (its receiver per fragment, CRC and copy
+  // included); else the copy alone, measured here.
+  auto fragment_ns = parse_real(option(args, "fragment-ns", "0"));
+  auto byte_ns = parse_real(option(args, "byte-ns", "-1"));
+  IBBCAST_RETURN_IF_ERROR(fragment_ns.status());
+  IBBCAST_RETURN_IF_ERROR(byte_ns.status());
+  p.machine.fragment_us = std::max(*fragment_ns, 0.0) / 1000.0;
+  p.machine.byte_us = *byte_ns >= 0 ? *byte_ns / 1000.0 : copy_us_per_byte();
+  p.machine.cores = std::max(1u, std::thread::hardware_concurrency());
+  p.machine.link_mbit = static_cast<double>(*link);
+  // What the simulator charges a 1-byte message besides: LogGP's hop and the engine at
+  // both ends.
+  const double charged = p.reliable.hop(1) + 2 * p.machine.fragment_us + p.machine.byte_us;
+  p.machine.bcast_us = std::max(t_linear - charged, 0.0);
+
+  if (boot.rank() != 0) return Status::ok();
+  char comment[512];
+  std::snprintf(comment, sizeof comment,
+                "ibbcast bench --calibrate: rank 0 -> 1 of %u ranks over %s\n"
+                "ping-pong RTT (UCX) %.2f us; 1-byte linear broadcast, per-node method, %.2f us\n"
+                "link.mbit given, not measured; engine.fragment_us and byte_us from engine_bench",
+                boot.size(), (*transport)->capabilities().name.c_str(), rtt, t_linear);
+  const std::string text = format_model_params(p, comment);
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+  if (const std::string out = option(args, "params-out", ""); !out.empty()) {
+    std::ofstream f(out);
+    f << text;
+    if (!f) return make_error(Errc::kInvalidArgument, "calibrate: cannot write " + out);
+  }
+  return Status::ok();
+}
+
+}  // namespace ibbcast::tool

@@ -1,0 +1,24 @@
+#pragma once
+// `ibbcast bench --calibrate`: measures, between ranks 0 and 1 of the fabric, every parameter
+// of the simulator's parameter file (core/model/machine_params.h) and, with --params-out FILE,
+// writes it on rank 0:
+//  - the reliable channel's LogGP (tools/loggp_measure.h);
+//  - the multicast path: one datagram's one-way time, a burst's gap per datagram and its
+//    send and receive cost per datagram, at several sizes, over the transport's own
+//    multicast channel (answered by a pong on a UCX channel, half its round trip taken off);
+//  - the fixed cost of a broadcast: a 2-rank 1-byte linear broadcast, timed by the per-node
+//    method, less the reliable channel's one-way time;
+//  - the cores of rank 0's host.
+// The link rate is not measured: --link-mbit gives it (a tbf-shaped fabric's rate is known).
+// The engine's work per fragment and per byte come from engine_bench (scripts/validate_sim.sh
+// puts them in with --fragment-ns and --byte-ns).
+
+#include "core/runtime/transport.h"
+#include "tools/cli.h"
+
+namespace ibbcast::tool {
+
+/// Collective over every rank of `boot` (ranks 2.. only take part in the barriers).
+Status run_calibrate(const Args& args, Bootstrap& boot);
+
+}  // namespace ibbcast::tool
