@@ -15,13 +15,14 @@
 #   RANKS="2 4 8"  SIZES=1,1k,64k,1m,16m  SHAPED_SIZES=1,1k,64k,1m  RATE=200 (Mbit/s, 0: none)
 #   ALGORITHMS=(every one)  ITERATIONS=10  WARMUP=2  FRAGMENT=8k  MTU=9000  OUT=docs/bench
 #   PARAMS=FILE: use this parameter file instead of calibrating
+#   BENCH=FILE: with PARAMS, predict and compare the rows of an earlier run (no fabric)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 if [[ ${1-} == --inside ]]; then
-  # One fabric of $2 ranks: the calibration (when asked), then the bench rows per shape, each
-  # prefixed by the shape.
-  n=$2 bin=$3 calibrate=$4
+  # One fabric of $2 ranks: the calibration (when asked: $4 the file), then (unless $5 is
+  # "calibrate-only") the bench rows per shape, each prefixed by the shape.
+  n=$2 bin=$3 calibrate=$4 what=${5:-all}
   F=$IBBCAST_NETNS_FABRIC P=$IBBCAST_NETNS_PREFIX
   "$F" mtu "$P" "$MTU"
   run() {
@@ -32,6 +33,7 @@ if [[ ${1-} == --inside ]]; then
     run --calibrate --params-out "$calibrate" --fragment-ns "${FRAGMENT_NS:-0}" \
       ${BYTE_NS:+--byte-ns "$BYTE_NS"} >&2
   fi
+  [[ $what == calibrate-only ]] && exit 0
   shapes=off
   ((RATE > 0)) && shapes="off ${RATE}mbit"
   for shape in $shapes; do
@@ -78,23 +80,31 @@ print("%.1f %.5f" % (max(v[256] - 256 * b, 0), max(b, 0)))')
 fi
 
 : >"$tmp/bench.csv"
-calibrate=$params
-[[ -n ${PARAMS-} ]] && calibrate=-
-for n in "${ranks[@]}"; do
+if [[ -z ${PARAMS-} ]]; then
+  # 3 ranks: the third times the second hop of a chain (a sleeping rank's wake-up).
+  echo "validate_sim: calibration on 3 ranks" >&2
+  "$repo/tests/support/netns_run.sh" - 3 -- "$0" --inside 3 "$bin" "$params" calibrate-only
+fi
+[[ -n ${BENCH-} ]] && ranks_measured=() || ranks_measured=("${ranks[@]}")
+for n in "${ranks_measured[@]}"; do
   echo "validate_sim: $n ranks" >&2
-  "$repo/tests/support/netns_run.sh" - "$n" -- "$0" --inside "$n" "$bin" "$calibrate" \
-    >"$tmp/bench_$n.csv"
-  calibrate=-
+  "$repo/tests/support/netns_run.sh" - "$n" -- "$0" --inside "$n" "$bin" - >"$tmp/bench_$n.csv"
   cat "$tmp/bench_$n.csv" >>"$tmp/bench.csv"
 done
 [[ -s $params ]] || { echo "validate_sim: no parameter file $params" >&2; exit 1; }
-{
-  echo "shape,algorithm,size,ranks,root,method,target,median_us,p99_us"
-  cat "$tmp/bench.csv"
-} >"$out/validate-bench-$day.csv"
+bench=${BENCH:-$out/validate-bench-$day.csv}
+if [[ -z ${BENCH-} ]]; then
+  {
+    echo "shape,algorithm,size,ranks,root,method,target,median_us,p99_us"
+    cat "$tmp/bench.csv"
+  } >"$bench"
+fi
 
 # The predictions: one sim run per shape and size, over every rank count and algorithm.
-sed "s/^link.mbit = .*/link.mbit = $RATE/" "$params" >"$tmp/params-shaped.txt"
+# The shaped links: tests/support/netns_fabric.sh's tbf (a 32 KiB bucket), which idles about
+# the root's 200 us wait of the per-node method before each broadcast.
+sed -e "s/^link.mbit = .*/link.mbit = $RATE/" "$params" >"$tmp/params-shaped.txt"
+printf 'link.burst_bytes = 32768\nlink.idle_us = 200\n' >>"$tmp/params-shaped.txt"
 : >"$tmp/sim.csv"
 ranks_list=$(IFS=,; echo "${ranks[*]}")
 for shape in off ${RATE}mbit; do
@@ -108,5 +118,5 @@ for shape in off ${RATE}mbit; do
   done
 done
 
-python3 "$repo/scripts/validate_sim_compare.py" "$out/validate-bench-$day.csv" "$tmp/sim.csv" \
+python3 "$repo/scripts/validate_sim_compare.py" "$bench" "$tmp/sim.csv" \
   "$out/validate-sim-$day.csv" "$out/validate-sim-$day.svg"

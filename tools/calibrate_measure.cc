@@ -8,6 +8,8 @@
 #include <fstream>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "core/model/loggp_fit.h"
 #include "core/model/machine_params.h"
 #include "core/runtime/group.h"
@@ -188,8 +190,10 @@ double copy_us_per_byte() {
   return median(t) / kBytes;
 }
 
-/// The per-node time of a 1-byte linear broadcast to rank 1 (rank 0's median).
-Status fixed_cost(Group& g, Bootstrap& boot, Pinger& pinger, double rtt, double* us) {
+/// The per-node time of a 1-byte broadcast to `target` (rank 0's median), `rtt` the
+/// round trip between rank 0 and the target.
+Status per_node_time(Group& g, Bootstrap& boot, Pinger& pinger, uint32_t target, double rtt,
+                     double* us) {
   std::byte one{0x42};
   auto idle = [&] { (void)g.progress(false, Nanos(0)); };
   std::vector<double> samples;
@@ -197,7 +201,7 @@ Status fixed_cost(Group& g, Bootstrap& boot, Pinger& pinger, double rtt, double*
     IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
     if (boot.rank() != 0) {
       IBBCAST_RETURN_IF_ERROR(g.bcast(0, &one, 1));
-      if (boot.rank() == 1) IBBCAST_RETURN_IF_ERROR(pinger.send(0));
+      if (boot.rank() == target) IBBCAST_RETURN_IF_ERROR(pinger.send(0));
       continue;
     }
     // The root enters last, as in the benchmark's per-node method.
@@ -205,12 +209,41 @@ Status fixed_cost(Group& g, Bootstrap& boot, Pinger& pinger, double rtt, double*
     const Nanos t0 = monotonic_now();
     auto req = g.ibcast(0, &one, 1);
     if (!req) return req.status();
-    IBBCAST_RETURN_IF_ERROR(pinger.wait(1, idle));
+    IBBCAST_RETURN_IF_ERROR(pinger.wait(target, idle));
     const double t = us_since(t0) - rtt / 2;
     IBBCAST_RETURN_IF_ERROR(g.wait(*req));
     if (it >= 10) samples.push_back(t);
   }
   *us = median(samples);
+  return Status::ok();
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+/// CPU time per byte (every thread of the process, kernel included) of large linear
+/// broadcasts: at the root per byte sent, at rank 1 per byte received. Rank 0's result.
+Status cpu_per_byte(Group& g, Bootstrap& boot, double* send_us, double* recv_us) {
+  constexpr std::size_t kBytes = 16u << 20;
+  constexpr int kRounds = 8;
+  std::vector<std::byte> buf(kBytes, std::byte{0x5a});
+  auto idle = [&] { (void)g.progress(false, Nanos(0)); };
+  IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
+  IBBCAST_RETURN_IF_ERROR(g.bcast(0, buf.data(), buf.size()));  // warm-up
+  const double c0 = cpu_seconds();
+  for (int i = 0; i < kRounds; ++i) {
+    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
+    IBBCAST_RETURN_IF_ERROR(g.bcast(0, buf.data(), buf.size()));
+  }
+  const double per = (cpu_seconds() - c0) * 1e6 / (static_cast<double>(kBytes) * kRounds);
+  auto recv = from_rank(boot, 1, per);
+  IBBCAST_RETURN_IF_ERROR(recv.status());
+  *send_us = per / (boot.size() - 1);
+  *recv_us = *recv;
   return Status::ok();
 }
 
@@ -278,12 +311,30 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   mc.o_r = std::max(first.o_r, kLogGPFloor);
   mc.L = std::max(first.one_way - mc.o_s - mc.o_r, kLogGPFloor);
 
+  // The fixed cost: 1-byte chain broadcasts timed by the per-node method at rank 1 (which
+  // entered long before the root and sleeps) and, with 3 ranks, at rank 2, one hop further
+  // (printed: the model charges no hop a wake-up of its own, see docs/models.md).
   EngineConfig cfg = args.engine.value();
-  cfg.algorithm = Algorithm::kLinear;
+  cfg.algorithm = Algorithm::kChain;
   auto group = create_group(**transport, boot, cfg);
   if (!group) return group.status();
-  double t_linear = 0;
-  IBBCAST_RETURN_IF_ERROR(fixed_cost(**group, boot, pinger, rtt, &t_linear));
+  double t1 = 0, t2 = 0;
+  IBBCAST_RETURN_IF_ERROR(per_node_time(**group, boot, pinger, 1, rtt, &t1));
+  if (boot.size() >= 3) {
+    double rtt2 = 0;
+    IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(
+        boot, 0, 2, [] {}, &rtt2));
+    IBBCAST_RETURN_IF_ERROR(per_node_time(**group, boot, pinger, 2, rtt2, &t2));
+  }
+  // CPU per byte at each end, which ranks sharing cores pay one after another.
+  EngineConfig lin = args.engine.value();
+  lin.algorithm = Algorithm::kLinear;
+  auto linear = create_group(**transport, boot, lin);
+  if (!linear) return linear.status();
+  double send_cpu = 0, recv_cpu = 0;
+  IBBCAST_RETURN_IF_ERROR(cpu_per_byte(**linear, boot, &send_cpu, &recv_cpu));
+  p.machine.send_cpu_us_per_byte = send_cpu;
+  p.machine.recv_cpu_us_per_byte = recv_cpu;
   // The engine's costs from engine_bench when given (its receiver per fragment, CRC and copy
   // included); else the copy alone, measured here.
   auto fragment_ns = parse_real(option(args, "fragment-ns", "0"));
@@ -294,18 +345,22 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   p.machine.byte_us = *byte_ns >= 0 ? *byte_ns / 1000.0 : copy_us_per_byte();
   p.machine.cores = std::max(1u, std::thread::hardware_concurrency());
   p.machine.link_mbit = static_cast<double>(*link);
-  // What the simulator charges a 1-byte message besides: LogGP's hop and the engine at
-  // both ends.
-  const double charged = p.reliable.hop(1) + 2 * p.machine.fragment_us + p.machine.byte_us;
-  p.machine.bcast_us = std::max(t_linear - charged, 0.0);
+  // What the simulator charges besides (LogGP's hop, the engine at the receiver, and with 3
+  // ranks rank 1's forward to rank 2 before it returns), so that it reproduces t1.
+  const double frag = p.machine.fragment_us;
+  const double hop = p.reliable.hop(1) + frag + p.machine.byte_us;
+  const double forward = boot.size() >= 3 ? p.reliable.gap(1) + frag : 0;
+  p.machine.run_bytes = static_cast<double>(cfg.run_size);
+  p.machine.bcast_us = std::max(t1 - hop - forward, 0.0);
 
   if (boot.rank() != 0) return Status::ok();
   char comment[512];
   std::snprintf(comment, sizeof comment,
                 "ibbcast bench --calibrate: rank 0 -> 1 of %u ranks over %s\n"
-                "ping-pong RTT (UCX) %.2f us; 1-byte linear broadcast, per-node method, %.2f us\n"
+                "ping-pong RTT (UCX) %.2f us; 1-byte chain broadcast, per-node method: rank 1 "
+                "%.2f us, rank 2 %.2f us\n"
                 "link.mbit given, not measured; engine.fragment_us and byte_us from engine_bench",
-                boot.size(), (*transport)->capabilities().name.c_str(), rtt, t_linear);
+                boot.size(), (*transport)->capabilities().name.c_str(), rtt, t1, t2);
   const std::string text = format_model_params(p, comment);
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);

@@ -6,8 +6,10 @@
 //  - the multicast path: one datagram's one-way time, a burst's gap per datagram and its
 //    send and receive cost per datagram, at several sizes, over the transport's own
 //    multicast channel (answered by a pong on a UCX channel, half its round trip taken off);
-//  - the fixed cost of a broadcast: a 2-rank 1-byte linear broadcast, timed by the per-node
-//    method, less the reliable channel's one-way time;
+//  - the fixed costs of a broadcast: 1-byte chain broadcasts timed by the per-node method at
+//    rank 1 and (with 3 ranks or more) rank 2: the second hop less a message is a sleeping
+//    rank's wake-up, the first less a message and a wake-up the rest (entry, return);
+//  - the engine's run size (engine config), to model runs of fragments;
 //  - the cores of rank 0's host.
 // The link rate is not measured: --link-mbit gives it (a tbf-shaped fabric's rate is known).
 // The engine's work per fragment and per byte come from engine_bench (scripts/validate_sim.sh

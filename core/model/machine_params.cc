@@ -34,14 +34,19 @@ constexpr Field kFields[] = {
     {"reliable.o_us", nullptr, nullptr, &LogGP::o},
     {"reliable.g_us", nullptr, nullptr, &LogGP::g},
     {"reliable.G_us_per_byte", nullptr, nullptr, &LogGP::G},
+    {"reliable.send_cpu_us_per_byte", &MachineCosts::send_cpu_us_per_byte, nullptr, nullptr},
+    {"reliable.recv_cpu_us_per_byte", &MachineCosts::recv_cpu_us_per_byte, nullptr, nullptr},
     {"multicast.o_s_us", nullptr, &MulticastCost::o_s, nullptr},
     {"multicast.o_r_us", nullptr, &MulticastCost::o_r, nullptr},
     {"multicast.L_us", nullptr, &MulticastCost::L, nullptr},
     {"multicast.G_us_per_byte", nullptr, &MulticastCost::G, nullptr},
     {"engine.bcast_us", &MachineCosts::bcast_us, nullptr, nullptr},
+    {"engine.run_bytes", &MachineCosts::run_bytes, nullptr, nullptr},
     {"engine.fragment_us", &MachineCosts::fragment_us, nullptr, nullptr},
     {"engine.byte_us", &MachineCosts::byte_us, nullptr, nullptr},
     {"link.mbit", &MachineCosts::link_mbit, nullptr, nullptr},
+    {"link.burst_bytes", &MachineCosts::link_burst_bytes, nullptr, nullptr},
+    {"link.idle_us", &MachineCosts::link_idle_us, nullptr, nullptr},
 };
 
 double* slot(ModelParams& p, const Field& f) {

@@ -16,7 +16,10 @@
 //   core busy waits. 0 is a core per rank (the projection to big machines).
 // - link_mbit: each rank's link in each direction (tbf both ways on the fabric, a NIC port on
 //   a cluster): a message occupies its sender's uplink, then, cut-through, each receiver's
-//   downlink. 0 is a link faster than the CPU (no queueing on it).
+//   downlink. 0 is a link faster than the CPU (no queueing on it). A shaped link (tbf) also
+//   has a bucket: link_burst_bytes pass at once, refilled at the rate; how full it is when
+//   the broadcast starts depends on how long the link idled (link_idle_us; a benchmark's
+//   broadcasts follow each other closely).
 
 #include <cstdint>
 #include <string>
@@ -42,11 +45,29 @@ struct MulticastCost {
 
 struct MachineCosts {
   MulticastCost multicast;  ///< all zero: a datagram costs what a reliable message does
-  double bcast_us = 0;      ///< per broadcast and rank, entry to return, beyond the channels
-  double fragment_us = 0;   ///< the engine's work per fragment, at each end
-  double byte_us = 0;       ///< the engine's work per byte (the copy out), at the receiver
-  uint32_t cores = 0;       ///< cores the ranks share; 0: a core per rank
-  double link_mbit = 0;     ///< each rank's link each way, Mbit/s; 0: not link-bound
+  /// Per broadcast and rank, entry to return beyond the channels (the wake-up of a rank that
+  /// sleeps in the broadcast included), on the rank's thread and a core after it completes.
+  double bcast_us = 0;
+  /// Fragments queued for one peer go as one message of up to this many bytes (the engine's
+  /// run_size): a fragment that finds its rank still sending to the same peer costs its bytes,
+  /// not a message's overhead, and likewise at the receiver. 0: a message per fragment.
+  double run_bytes = 0;
+  /// CPU per byte of large reliable messages (every thread, kernel included) at the sender
+  /// and at the receiver, beyond LogGP's G, which is the stream's rate with a core at each
+  /// end. A send takes max(G, send_cpu) per byte of its rank; a receiver copies the bytes
+  /// as they stream in, recv_cpu per byte of its own thread. 0: G at the sender only.
+  double send_cpu_us_per_byte = 0;
+  double recv_cpu_us_per_byte = 0;
+  double fragment_us = 0;  ///< the engine's work per fragment, at each end
+  double byte_us = 0;      ///< the engine's work per byte (the copy out), at the receiver
+  uint32_t cores = 0;      ///< cores the ranks share; 0: a core per rank
+  double link_mbit = 0;    ///< each rank's link each way, Mbit/s; 0: not link-bound
+  /// A token bucket on each link (tc tbf's burst): bytes pass at once while it holds tokens.
+  /// 0: a plain link at link_mbit.
+  double link_burst_bytes = 0;
+  /// How long the links idled before the broadcast: each bucket starts with what that
+  /// refilled (at most link_burst_bytes).
+  double link_idle_us = 0;
 
   /// Link time of m bytes in us (0 when not link-bound).
   double wire_us(uint64_t m) const;
@@ -61,7 +82,9 @@ struct ModelParams {
 /// The parameter file: '#' comment lines and "key = value" lines (us, us/byte, Mbit/s):
 ///   reliable.L_us reliable.o_us reliable.g_us reliable.G_us_per_byte
 ///   multicast.o_s_us multicast.o_r_us multicast.L_us multicast.G_us_per_byte
-///   engine.bcast_us engine.fragment_us engine.byte_us cpu.cores link.mbit
+///   reliable.send_cpu_us_per_byte reliable.recv_cpu_us_per_byte
+///   engine.bcast_us engine.run_bytes engine.fragment_us engine.byte_us cpu.cores
+///   link.mbit link.burst_bytes link.idle_us
 /// A key left out keeps its default (LogGP's defaults, the rest 0). `comment` (lines without
 /// the '#') heads the file: where and how the values were measured.
 std::string format_model_params(const ModelParams& p, std::string_view comment);

@@ -46,6 +46,7 @@ struct Event {
   uint32_t rank;
   uint32_t frag;
   Kind kind;
+  bool joined = false;  // kArrive: the message joined its sender's run
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -66,10 +67,19 @@ class Sim {
         done_(p_, 0),
         machine_mode_(machine_mode(sp.machine)) {
     if (sp.machine.link_mbit > 0) {
-      up_.assign(p_, 0);
-      down_.assign(p_, 0);
+      // Each bucket holds what the link's idle time before the broadcast refilled.
+      Link idle;
+      idle.tokens = std::min(sp.machine.link_burst_bytes,
+                             sp.machine.link_idle_us * sp.machine.link_mbit / 8.0);
+      up_.assign(p_, idle);
+      down_.assign(p_, idle);
     }
-    cores_.assign(sp.machine.cores, 0);
+    // Ranks no more than cores: each has its own, nothing to share.
+    if (sp.machine.cores < p_) cores_.assign(sp.machine.cores, 0);
+    if (machine_mode_) {
+      runs_ = sp.machine.run_bytes > 0 && sched.pipelined();
+      send_run_.assign(p_, Run{});
+    }
     // Fragment size 0 is clamped to 1 byte, as model_fragment_count() does.
     const uint64_t fs = std::max<uint32_t>(sp.in.fragment_size, 1);
     m_ = sched.pipelined() ? std::min<uint64_t>(fs, sp.in.n) : sp.in.n;
@@ -113,8 +123,8 @@ class Sim {
  private:
   uint64_t bytes(uint32_t k) const { return k + 1 == f_ ? m_last_ : m_; }
 
-  void push(double t, uint32_t rank, uint32_t frag, Kind kind) {
-    queue_.push(Event{t, seq_++, rank, frag, kind});
+  void push(double t, uint32_t rank, uint32_t frag, Kind kind, bool joined = false) {
+    queue_.push(Event{t, seq_++, rank, frag, kind, joined});
   }
 
   /// Reserves the rank's port for one send that is ready at t; returns its start.
@@ -133,7 +143,9 @@ class Sim {
     }
   }
 
-  void forward(uint32_t r, uint32_t k, double t) {
+  /// `in_run`: fragment k reached r inside a run (machine mode), so r holds it with the
+  /// fragments before it and forwards them as one run too.
+  void forward(uint32_t r, uint32_t k, double t, bool in_run = false) {
     sched_.children(r, k, kids_);
     const uint64_t m = bytes(k);
     for (uint32_t c : kids_) {
@@ -143,27 +155,45 @@ class Sim {
         continue;
       }
       const LogGP& g = sp_.model;
-      const double s = work(r, t, g.gap(m) + sp_.machine.fragment_us);
-      send_wire(Transfer{r, c, k, m, s + g.o + static_cast<double>(m - 1) * g.G, 0, 0, g.L},
-                s + g.o);
+      // A fragment that finds the rank still sending to the same child joins that run (the
+      // engine's run_size): its bytes, not another message's overhead.
+      const bool joins = runs_ && (port_[r] > t || in_run) && send_run_[r].peer == c &&
+                         send_run_[r].bytes + m <= sp_.machine.run_bytes;
+      const double o = joins ? 0 : g.o;
+      const double cpu = std::max(g.G, sp_.machine.send_cpu_us_per_byte);
+      const double head = joins ? 0 : std::max(g.g, g.o);
+      const double bytes = static_cast<double>(joins ? m : m - 1);
+      const double f = sp_.machine.fragment_us;
+      const double s = work(r, t, head + bytes * g.G + f, head + bytes * cpu + f);
+      send_run_[r] = joins ? Run{c, send_run_[r].bytes + m} : Run{c, m};
+      // The receiver copies the bytes out of its socket as they stream in, on its own thread
+      // and a core, beside the sender (on a core each that overlaps; on shared cores not).
+      const double stream = static_cast<double>(m - 1) * g.G;
+      const double copy = static_cast<double>(m - 1) * sp_.machine.recv_cpu_us_per_byte;
+      double done = s + o + stream;
+      if (copy > 0) done = std::max(done, work(c, s + o, stream, copy) + stream);
+      send_wire(Transfer{r, c, k, m, done, 0, 0, g.L, joins}, s + o);
     }
   }
 
   // Machine mode (core/model/machine_params.h).
 
   static bool machine_mode(const MachineCosts& m) {
-    return m.multicast.set() || m.bcast_us > 0 || m.fragment_us > 0 || m.byte_us > 0 ||
-           m.cores > 0 || m.link_mbit > 0;
+    return m.multicast.set() || m.bcast_us > 0 || m.run_bytes > 0 || m.send_cpu_us_per_byte > 0 ||
+           m.recv_cpu_us_per_byte > 0 || m.fragment_us > 0 || m.byte_us > 0 || m.cores > 0 ||
+           m.link_mbit > 0;
   }
 
   /// Runs d us of rank r's work that is ready at t: on the rank's thread and, with cores,
   /// on the core that frees first. Returns the start.
-  double work(uint32_t r, double t, double d) {
+  /// `core_d` (default d) is the CPU the work burns on its core, all threads and the kernel
+  /// included, which can exceed the rank's own d (a stream's copies at both ends).
+  double work(uint32_t r, double t, double d, double core_d = -1) {
     double s = std::max(t, port_[r]);
     if (!cores_.empty()) {
       auto core = std::min_element(cores_.begin(), cores_.end());
       s = std::max(s, *core);
-      *core = s + d;
+      *core = s + (core_d < 0 ? d : core_d);
     }
     port_[r] = s + d;
     return s;
@@ -179,6 +209,7 @@ class Sim {
     double up_end;     // its last byte left the uplink
     uint32_t pending;  // downlink events still to come
     double flight;     // L
+    bool joined;       // part of its sender's run: no message overhead at the receiver
   };
   static constexpr uint32_t kMulticastTo = ~0u;
 
@@ -196,11 +227,37 @@ class Sim {
     push(ready, tr.from, id, Kind::kUplink);
   }
 
+  /// One direction of a rank's link: FIFO, and with a token bucket (link.burst_bytes, tc
+  /// tbf's burst) bytes pass at once while it holds tokens, then at the link's rate.
+  struct Link {
+    double free = 0;    // the last message's end
+    double tokens = 0;  // in the bucket at `at`
+    double at = 0;
+  };
+
+  /// m bytes onto `l` from t on, after the messages before them: returns when they are
+  /// through (the first byte leaves at max(t, l.free)).
+  double pass(Link& l, double t, uint64_t m) const {
+    const MachineCosts& mc = sp_.machine;
+    const double start = std::max(t, l.free);
+    if (mc.link_burst_bytes <= 0) return l.free = start + mc.wire_us(m);
+    const double rate = mc.link_mbit / 8.0;  // bytes per us
+    l.tokens = std::min(mc.link_burst_bytes, l.tokens + (start - l.at) * rate);
+    const double need = static_cast<double>(m);
+    if (l.tokens >= need) {
+      l.tokens -= need;
+      l.at = start;
+      return l.free = start;
+    }
+    l.free = l.at = start + (need - l.tokens) / rate;
+    l.tokens = 0;
+    return l.free;
+  }
+
   void uplink(uint32_t id, double t) {
     Transfer& tr = transfers_[id];
-    const double start = up_.empty() ? t : std::max(t, up_[tr.from]);
-    tr.up_end = start + sp_.machine.wire_us(tr.m);
-    if (!up_.empty()) up_[tr.from] = tr.up_end;
+    const double start = up_.empty() ? t : std::max(t, up_[tr.from].free);
+    tr.up_end = up_.empty() ? start + sp_.machine.wire_us(tr.m) : pass(up_[tr.from], t, tr.m);
     if (tr.to != kMulticastTo) {
       tr.pending = 1;
       push(start, tr.to, id, Kind::kDownlink);
@@ -223,10 +280,7 @@ class Sim {
   void downlink(uint32_t id, uint32_t c, double t) {
     Transfer& tr = transfers_[id];
     double down = tr.up_end;
-    if (!down_.empty()) {
-      const double s = std::max(t, down_[c]);
-      down = down_[c] = std::max(tr.up_end, s + sp_.machine.wire_us(tr.m));
-    }
+    if (!down_.empty()) down = std::max(tr.up_end, pass(down_[c], t, tr.m));
     const double at = std::max(tr.cpu_done, down) + tr.flight;
     const bool mc = tr.to == kMulticastTo;
     const uint32_t k = tr.frag;
@@ -235,7 +289,7 @@ class Sim {
       ++result_.lost;
       return;
     }
-    push(at, c, k, mc ? Kind::kArriveMulticast : Kind::kArrive);
+    push(at, c, k, mc ? Kind::kArriveMulticast : Kind::kArrive, tr.joined);
   }
 
   /// The root multicasts fragment k, ready at t.
@@ -247,15 +301,17 @@ class Sim {
     const double send = mc.set() ? mc.send_us(m) : g.gap(m);
     const double cpu_out = mc.set() ? mc.send_us(m) : g.o + static_cast<double>(m - 1) * g.G;
     const double s = work(0, t, send + sp_.machine.fragment_us);
-    send_wire(Transfer{0, kMulticastTo, k, m, s + cpu_out, 0, 0, mc.set() ? mc.L : g.L},
+    send_wire(Transfer{0, kMulticastTo, k, m, s + cpu_out, 0, 0, mc.set() ? mc.L : g.L, false},
               s + (mc.set() ? mc.o_s : g.o));
   }
 
   /// Rank r takes a message that arrived at t; returns when it owns it.
-  double take(uint32_t r, uint32_t k, double t, bool from_multicast) {
+  double take(uint32_t r, uint32_t k, double t, bool from_multicast, bool joined) {
     const MachineCosts& mc = sp_.machine;
-    const double o = from_multicast && mc.multicast.set() ? mc.multicast.o_r : sp_.model.o;
-    const double d = o + mc.fragment_us + static_cast<double>(bytes(k)) * mc.byte_us;
+    double o = from_multicast && mc.multicast.set() ? mc.multicast.o_r : sp_.model.o;
+    const uint64_t m = bytes(k);
+    if (joined) o = 0;  // the run is one message: its first fragment paid the overhead
+    const double d = o + mc.fragment_us + static_cast<double>(m) * mc.byte_us;
     return work(r, t, d) + d;
   }
 
@@ -264,11 +320,19 @@ class Sim {
   }
 
   /// Rank r owns fragment k from time t on; returns false for a duplicate.
-  bool own(uint32_t r, uint32_t k, double t) {
+  bool own(uint32_t r, uint32_t k, double t, bool in_run = false) {
     if (owns(r, k)) return false;
     owned_[uint64_t{r} * words_ + k / 64] |= uint64_t{1} << (k % 64);
-    if (++count_[r] == f_) done_[r] = std::max(t, enter_[r]) + sp_.machine.bcast_us;
-    if (entered_[r]) forward(r, k, t);  // else when it enters
+    const bool last = ++count_[r] == f_;
+    if (last && !machine_mode_) done_[r] = std::max(t, enter_[r]);
+    if (entered_[r]) forward(r, k, t, in_run);  // else when it enters
+    if (last && machine_mode_) {
+      // The engine returns once the rank has forwarded its last fragment too; then the
+      // rank's own fixed cost (the return, the wake-up of what waits on it) on a core.
+      const double ready = entered_[r] ? std::max(t, port_[r]) : enter_[r];
+      const double b = sp_.machine.bcast_us;
+      done_[r] = b > 0 ? work(r, ready, b) + b : ready;
+    }
     return true;
   }
 
@@ -299,8 +363,8 @@ class Sim {
       case Kind::kArrive:
       case Kind::kArriveMulticast: {
         const bool mc = e.kind == Kind::kArriveMulticast;
-        const double t = take(e.rank, e.frag, e.t, mc);
-        if (own(e.rank, e.frag, t) && !mc && sched_.uses_multicast()) ++result_.repaired;
+        const double t = take(e.rank, e.frag, e.t, mc, e.joined);
+        if (own(e.rank, e.frag, t, e.joined) && !mc && sched_.uses_multicast()) ++result_.repaired;
         return;
       }
       case Kind::kEnter:
@@ -332,9 +396,17 @@ class Sim {
   std::vector<uint8_t> entered_;
   std::vector<double> enter_, port_, done_;
   bool machine_mode_;
-  std::vector<double> up_, down_, cores_;  // machine mode: when each link and core frees
-  std::vector<Transfer> transfers_;        // machine mode: messages on the wire
-  std::vector<uint32_t> free_;             // their free slots
+  std::vector<Link> up_, down_;  // machine mode: each rank's links
+  std::vector<double> cores_;    // machine mode: when each core frees
+  // Machine mode: the run each rank is sending (peer, bytes so far).
+  struct Run {
+    uint32_t peer = ~0u;
+    uint64_t bytes = 0;
+  };
+  bool runs_ = false;
+  std::vector<Run> send_run_;
+  std::vector<Transfer> transfers_;  // machine mode: messages on the wire
+  std::vector<uint32_t> free_;       // their free slots
   std::vector<uint32_t> kids_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   SimResult result_;

@@ -77,6 +77,26 @@ TEST(MachineSim, LinksQueueAtTheSenderAndCutThrough) {
   EXPECT_DOUBLE_EQ(last(sp), g.o + 2 * wire + g.L + g.o);
 }
 
+TEST(MachineSim, ABucketLetsABurstThrough) {
+  // 1 Mbit/s with a 1,500-byte bucket (tbf's burst): 1,000 bytes pass at once if the links
+  // idled long enough to fill it, at the rate if they did not idle at all.
+  SimParams sp = base(Algorithm::kLinear, 2, 1000);
+  sp.model.G = 0;
+  sp.machine.link_mbit = 1;
+  sp.machine.link_burst_bytes = 1500;
+  const LogGP& g = sp.model;
+  const double cpu = 2 * g.o + g.L;
+  sp.machine.link_idle_us = 1e6;
+  EXPECT_DOUBLE_EQ(last(sp), cpu);
+  // The bucket fills from time 0 on: the o before the first byte leaves is credit too, so the
+  // last byte is through at 8,000 us whatever o.
+  sp.machine.link_idle_us = 0;
+  EXPECT_DOUBLE_EQ(last(sp), 8000 + g.L + g.o);
+  // Half full: 750 bytes at once, the other 250 at the rate (2,000 us).
+  sp.machine.link_idle_us = 6000;
+  EXPECT_DOUBLE_EQ(last(sp), 2000 + g.L + g.o);
+}
+
 TEST(MachineSim, TwoStageOnLinksIsTwoMessageTimes) {
   // The thesis's 2n/R: every receiver's downlink carries the multicast and the ring copies,
   // first come, first served; a rank is done a few ring copies short of 2n.
@@ -119,6 +139,8 @@ TEST(MachineParams, RoundTrip) {
   p.machine.byte_us = 0.0001;
   p.machine.cores = 2;
   p.machine.link_mbit = 200;
+  p.machine.link_burst_bytes = 32768;
+  p.machine.link_idle_us = 200;
   const std::string text = format_model_params(p, "measured here\nby a test");
   EXPECT_EQ(text.rfind("# measured here\n# by a test\n", 0), 0u) << text;
   auto q = parse_model_params(text);
@@ -131,6 +153,8 @@ TEST(MachineParams, RoundTrip) {
   EXPECT_DOUBLE_EQ(q->machine.fragment_us, 0.042);
   EXPECT_EQ(q->machine.cores, 2u);
   EXPECT_DOUBLE_EQ(q->machine.link_mbit, 200);
+  EXPECT_DOUBLE_EQ(q->machine.link_burst_bytes, 32768);
+  EXPECT_DOUBLE_EQ(q->machine.link_idle_us, 200);
 }
 
 TEST(MachineParams, MissingKeysKeepDefaults) {
