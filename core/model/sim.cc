@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <queue>
 #include <string>
 
@@ -75,7 +76,10 @@ class Sim {
       down_.assign(p_, idle);
     }
     // Ranks no more than cores: each has its own, nothing to share.
-    if (sp.machine.cores < p_) cores_.assign(sp.machine.cores, 0);
+    if (sp.machine.cores < p_) {
+      cores_.resize(sp.machine.cores);
+      threads_.resize(p_);
+    }
     if (machine_mode_) {
       runs_ = sp.machine.run_bytes > 0 && sched.pipelined();
       send_run_.assign(p_, Run{});
@@ -113,7 +117,10 @@ class Sim {
     while (!queue_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
-      ++result_.events;
+      if ((++result_.events & 1023) == 0) {
+        for (Timeline& c : cores_) c.forget(e.t);
+        for (Timeline& th : threads_) th.forget(e.t);
+      }
       handle(e);
     }
     finish();
@@ -188,16 +195,72 @@ class Sim {
   /// on the core that frees first. Returns the start.
   /// `core_d` (default d) is the CPU the work burns on its core, all threads and the kernel
   /// included, which can exceed the rank's own d (a stream's copies at both ends).
+  /// With shared cores, work goes into the first gap from t on that fits on both the rank's
+  /// thread and a core: work is booked ahead (a rank's sends, a receiver's copy as the bytes
+  /// stream in), and booking only after the last booked end let a far-ahead copy hold back
+  /// a receive due now.
   double work(uint32_t r, double t, double d, double core_d = -1) {
-    double s = std::max(t, port_[r]);
-    if (!cores_.empty()) {
-      auto core = std::min_element(cores_.begin(), cores_.end());
-      s = std::max(s, *core);
-      *core = s + (core_d < 0 ? d : core_d);
+    if (core_d < 0) core_d = d;
+    if (cores_.empty()) {
+      const double s = std::max(t, port_[r]);
+      port_[r] = s + d;
+      return s;
     }
-    port_[r] = s + d;
+    double s = t;
+    Timeline* core = nullptr;
+    for (;;) {
+      const double on_thread = threads_[r].earliest(s, d);
+      double best = kForever;
+      for (Timeline& c : cores_) {
+        const double at = c.earliest(on_thread, core_d);
+        if (at < best) best = at, core = &c;
+      }
+      if (best == on_thread) break;
+      s = best;
+    }
+    s = threads_[r].earliest(s, d);
+    threads_[r].book(s, d);
+    core->book(s, core_d);
+    port_[r] = std::max(port_[r], s + d);
     return s;
   }
+
+  /// Busy intervals of one thread or core, for first-fit booking.
+  class Timeline {
+   public:
+    /// The first start >= t of a free stretch of length d.
+    double earliest(double t, double d) const {
+      auto it = busy_.upper_bound(t);
+      if (it != busy_.begin() && std::prev(it)->second > t) t = std::prev(it)->second;
+      for (; it != busy_.end() && it->first < t + d; ++it) t = std::max(t, it->second);
+      return t;
+    }
+    void book(double s, double d) {
+      if (d <= 0) return;
+      double e = s + d;
+      auto it = busy_.lower_bound(s);
+      // Merge with touching neighbours: few intervals keep the searches short.
+      if (it != busy_.begin() && std::prev(it)->second >= s) {
+        --it;
+        s = it->first;
+        e = std::max(e, it->second);
+        it = busy_.erase(it);
+      }
+      while (it != busy_.end() && it->first <= e) {
+        e = std::max(e, it->second);
+        it = busy_.erase(it);
+      }
+      busy_.emplace(s, e);
+    }
+    /// Forgets what ended before t (nothing is ever booked before the current event).
+    void forget(double t) {
+      while (!busy_.empty() && busy_.begin()->second < t) busy_.erase(busy_.begin());
+    }
+
+   private:
+    std::map<double, double> busy_;
+  };
+  static constexpr double kForever = 1e300;
 
   /// A message on its way: links are taken in the order messages reach them (events), so
   /// that a ring copy and a multicast datagram share a downlink first come, first served.
@@ -397,7 +460,8 @@ class Sim {
   std::vector<double> enter_, port_, done_;
   bool machine_mode_;
   std::vector<Link> up_, down_;  // machine mode: each rank's links
-  std::vector<double> cores_;    // machine mode: when each core frees
+  std::vector<Timeline> cores_;    // machine mode, ranks outnumbering cores: each core
+  std::vector<Timeline> threads_;  // and each rank's thread
   // Machine mode: the run each rank is sending (peer, bytes so far).
   struct Run {
     uint32_t peer = ~0u;
