@@ -76,7 +76,7 @@ class Sim {
       down_.assign(p_, idle);
     }
     // Ranks no more than cores: each has its own, nothing to share.
-    if (sp.machine.cores < p_) {
+    if (sp.machine.cores > 0 && sp.machine.cores < p_) {
       cores_.resize(sp.machine.cores);
       threads_.resize(p_);
     }
