@@ -117,9 +117,10 @@ class Sim {
     while (!queue_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
+      now_ = e.t;
       if ((++result_.events & 1023) == 0) {
-        for (Timeline& c : cores_) c.forget(e.t);
-        for (Timeline& th : threads_) th.forget(e.t);
+        for (Timeline& c : cores_)
+          c.forget(now_);
       }
       handle(e);
     }
@@ -206,6 +207,7 @@ class Sim {
       port_[r] = s + d;
       return s;
     }
+    threads_[r].forget(now_);  // here, not in a sweep: there may be 2^20 of them
     double s = t;
     Timeline* core = nullptr;
     for (;;) {
@@ -228,11 +230,16 @@ class Sim {
   /// Busy intervals of one thread or core, for first-fit booking.
   class Timeline {
    public:
-    /// The first start >= t of a free stretch of length d.
+    /// The first start >= t of a free stretch of length d. Past kScan gaps too short it
+    /// gives up and answers the end of the last booking: thousands of ranks on a few cores
+    /// fragment a timeline, and a full first-fit search made the simulation quadratic.
     double earliest(double t, double d) const {
       auto it = busy_.upper_bound(t);
       if (it != busy_.begin() && std::prev(it)->second > t) t = std::prev(it)->second;
-      for (; it != busy_.end() && it->first < t + d; ++it) t = std::max(t, it->second);
+      for (int n = 0; it != busy_.end() && it->first < t + d; ++it, ++n) {
+        if (n == kScan) return std::max(t, busy_.rbegin()->second);
+        t = std::max(t, it->second);
+      }
       return t;
     }
     void book(double s, double d) {
@@ -254,10 +261,12 @@ class Sim {
     }
     /// Forgets what ended before t (nothing is ever booked before the current event).
     void forget(double t) {
-      while (!busy_.empty() && busy_.begin()->second < t) busy_.erase(busy_.begin());
+      while (!busy_.empty() && busy_.begin()->second < t)
+        busy_.erase(busy_.begin());
     }
 
    private:
+    static constexpr int kScan = 4096;
     std::map<double, double> busy_;
   };
   static constexpr double kForever = 1e300;
@@ -459,9 +468,10 @@ class Sim {
   std::vector<uint8_t> entered_;
   std::vector<double> enter_, port_, done_;
   bool machine_mode_;
-  std::vector<Link> up_, down_;  // machine mode: each rank's links
+  std::vector<Link> up_, down_;    // machine mode: each rank's links
   std::vector<Timeline> cores_;    // machine mode, ranks outnumbering cores: each core
   std::vector<Timeline> threads_;  // and each rank's thread
+  double now_ = 0;                 // the event being handled
   // Machine mode: the run each rank is sending (peer, bytes so far).
   struct Run {
     uint32_t peer = ~0u;
