@@ -110,7 +110,7 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
   }
   const uint32_t r0 = static_cast<uint32_t>(*root);
   // Fault test hook: this rank dies by SIGKILL in the middle of the last
-  // broadcast (after posting, before completing), like a crashed node.
+  // broadcast (the others have posted it, it has not), like a crashed node.
   const std::string kill_rank = option(args, "kill-rank", "");
   const bool i_die = !kill_rank.empty() && kill_rank == std::to_string(boot.rank());
   std::vector<std::vector<std::byte>> want, buf(groups.size());
@@ -128,6 +128,13 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
     }));
     if (*late && (*late)->rank == boot.rank() && it + 1 == *iters)
       stay_away((*late)->how, (*late)->delay);
+    if (i_die && it + 1 == *iters) {
+      // Before posting: posting sends what is at hand (Group::ibcast pumps the
+      // sends), so stage-2 copies that arrived before it entered would go on to
+      // its successors, which would then complete, as they should (under ASan
+      // netns_udp_kill saw that).
+      std::raise(SIGKILL);
+    }
     const Nanos t0 = monotonic_now();
     std::vector<uint64_t> reqs;
     for (std::size_t k = 0; k < groups.size(); ++k) {
@@ -137,13 +144,6 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
       if (!req) return req.status();
       report.algorithm = static_cast<uint32_t>(groups[k]->impl().request_algorithm(*req));
       reqs.push_back(*req);
-    }
-    if (i_die && it + 1 == *iters) {
-      // Before any progress of this broadcast: even a few calls could forward
-      // every fragment when its stage-2 copies arrived before it entered, and
-      // its successors would then complete, as they should (netns_udp_kill
-      // saw that once on an idle machine).
-      std::raise(SIGKILL);
     }
     for (std::size_t k = 0; k < groups.size(); ++k) {
       Status done = groups[k]->wait(reqs[k]);

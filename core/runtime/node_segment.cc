@@ -200,7 +200,7 @@ Status NodeSegment::failure() const {
   return make_error(Errc::kPeerFailed, why);
 }
 
-Status NodeSegment::check_alive(uint64_t need) const {
+Status NodeSegment::check_alive(uint64_t need) {
   IBBCAST_RETURN_IF_ERROR(failure());
   for (uint32_t i = 0; i < header_->ranks; ++i) {
     if (i == slot_) continue;
@@ -210,9 +210,9 @@ Status NodeSegment::check_alive(uint64_t need) const {
     // A rank that left having the stream up to what is needed is done, not dead.
     if (pidfds_[i] >= 0 && !exited(pidfds_[i])) continue;
     if (header_->copied[i].load(std::memory_order_acquire) >= need) continue;
-    return make_error(Errc::kPeerFailed,
-                      "rank " + std::to_string(header_->label[i].load(std::memory_order_acquire)) +
-                          " (pid " + std::to_string(pid) + ", on this node) died");
+    fail("rank " + std::to_string(header_->label[i].load(std::memory_order_acquire)) + " (pid " +
+         std::to_string(pid) + ", on this node) died");
+    return failure();
   }
   return Status::ok();
 }

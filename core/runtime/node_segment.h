@@ -96,8 +96,10 @@ class NodeSegment {
   NodeSegment() = default;
   Status map(int fd, std::size_t capacity);
   Status failure() const;
-  /// kPeerFailed when a rank of the node exited before copying up to `need`.
-  Status check_alive(uint64_t need) const;
+  /// kPeerFailed when a rank of the node exited before copying up to `need`; the first
+  /// rank to see a death fails the segment with it, so that every rank names that rank
+  /// and not one that exited on seeing it.
+  Status check_alive(uint64_t need);
   void copied(uint64_t upto);
   void pause(std::atomic<uint32_t>* word, uint32_t seen);
 
