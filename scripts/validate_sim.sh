@@ -81,9 +81,8 @@ fi
 
 : >"$tmp/bench.csv"
 if [[ -z ${PARAMS-} ]]; then
-  # 3 ranks: the third times the second hop of a chain (a sleeping rank's wake-up).
-  echo "validate_sim: calibration on 3 ranks" >&2
-  "$repo/tests/support/netns_run.sh" - 3 -- "$0" --inside 3 "$bin" "$params" calibrate-only
+  echo "validate_sim: calibration on 2 ranks" >&2
+  "$repo/tests/support/netns_run.sh" - 2 -- "$0" --inside 2 "$bin" "$params" calibrate-only
 fi
 [[ -n ${BENCH-} ]] && ranks_measured=() || ranks_measured=("${ranks[@]}")
 for n in "${ranks_measured[@]}"; do

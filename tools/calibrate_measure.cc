@@ -311,26 +311,16 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   mc.o_r = std::max(first.o_r, kLogGPFloor);
   mc.L = std::max(first.one_way - mc.o_s - mc.o_r, kLogGPFloor);
 
-  // The fixed cost: 1-byte chain broadcasts timed by the per-node method at rank 1 (which
-  // entered long before the root and sleeps) and, with 3 ranks, at rank 2, one hop further
-  // (printed: the model charges no hop a wake-up of its own, see docs/models.md).
-  EngineConfig cfg = args.engine.value();
-  cfg.algorithm = Algorithm::kChain;
-  auto group = create_group(**transport, boot, cfg);
-  if (!group) return group.status();
-  double t1 = 0, t2 = 0;
-  IBBCAST_RETURN_IF_ERROR(per_node_time(**group, boot, pinger, 1, rtt, &t1));
-  if (boot.size() >= 3) {
-    double rtt2 = 0;
-    IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(
-        boot, 0, 2, [] {}, &rtt2));
-    IBBCAST_RETURN_IF_ERROR(per_node_time(**group, boot, pinger, 2, rtt2, &t2));
-  }
-  // CPU per byte at each end, which ranks sharing cores pay one after another.
+  // The fixed cost: a 1-byte linear broadcast timed at rank 1 by the per-node method, as
+  // `bench` times every cell (rank 1 entered long before the root and sleeps). Rank 1 is
+  // the root's first send, so the time is one hop and the fixed cost.
   EngineConfig lin = args.engine.value();
   lin.algorithm = Algorithm::kLinear;
   auto linear = create_group(**transport, boot, lin);
   if (!linear) return linear.status();
+  double t1 = 0;
+  IBBCAST_RETURN_IF_ERROR(per_node_time(**linear, boot, pinger, 1, rtt, &t1));
+  // CPU per byte at each end, which ranks sharing cores pay one after another.
   double send_cpu = 0, recv_cpu = 0;
   IBBCAST_RETURN_IF_ERROR(cpu_per_byte(**linear, boot, &send_cpu, &recv_cpu));
   p.machine.send_cpu_us_per_byte = send_cpu;
@@ -345,22 +335,20 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   p.machine.byte_us = *byte_ns >= 0 ? *byte_ns / 1000.0 : copy_us_per_byte();
   p.machine.cores = std::max(1u, std::thread::hardware_concurrency());
   p.machine.link_mbit = static_cast<double>(*link);
-  // What the simulator charges besides (LogGP's hop, the engine at the receiver, and with 3
-  // ranks rank 1's forward to rank 2 before it returns), so that it reproduces t1.
-  const double frag = p.machine.fragment_us;
-  const double hop = p.reliable.hop(1) + frag + p.machine.byte_us;
-  const double forward = boot.size() >= 3 ? p.reliable.gap(1) + frag : 0;
-  p.machine.run_bytes = static_cast<double>(cfg.run_size);
-  p.machine.bcast_us = std::max(t1 - hop - forward, 0.0);
+  // What the simulator charges besides (LogGP's hop, the engine at the receiver), so that it
+  // reproduces t1.
+  const double hop = p.reliable.hop(1) + p.machine.fragment_us + p.machine.byte_us;
+  p.machine.run_bytes = static_cast<double>(lin.run_size);
+  p.machine.bcast_us = std::max(t1 - hop, 0.0);
 
   if (boot.rank() != 0) return Status::ok();
   char comment[512];
   std::snprintf(comment, sizeof comment,
                 "ibbcast bench --calibrate: rank 0 -> 1 of %u ranks over %s\n"
-                "ping-pong RTT (UCX) %.2f us; 1-byte chain broadcast, per-node method: rank 1 "
-                "%.2f us, rank 2 %.2f us\n"
+                "ping-pong RTT (UCX) %.2f us; 1-byte linear broadcast, per-node method, rank 1: "
+                "%.2f us\n"
                 "link.mbit given, not measured; engine.fragment_us and byte_us from engine_bench",
-                boot.size(), (*transport)->capabilities().name.c_str(), rtt, t1, t2);
+                boot.size(), (*transport)->capabilities().name.c_str(), rtt, t1);
   const std::string text = format_model_params(p, comment);
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);

@@ -6,9 +6,9 @@
 //  - the multicast path: one datagram's one-way time, a burst's gap per datagram and its
 //    send and receive cost per datagram, at several sizes, over the transport's own
 //    multicast channel (answered by a pong on a UCX channel, half its round trip taken off);
-//  - the fixed costs of a broadcast: 1-byte chain broadcasts timed by the per-node method at
-//    rank 1 and (with 3 ranks or more) rank 2: the second hop less a message is a sleeping
-//    rank's wake-up, the first less a message and a wake-up the rest (entry, return);
+//  - the fixed cost of a broadcast: a 1-byte linear broadcast timed at rank 1 by the per-node
+//    method, less a hop;
+//  - CPU per byte at each end (getrusage over large linear broadcasts);
 //  - the engine's run size (engine config), to model runs of fragments;
 //  - the cores of rank 0's host.
 // The link rate is not measured: --link-mbit gives it (a tbf-shaped fabric's rate is known).
