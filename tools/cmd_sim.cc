@@ -49,6 +49,14 @@ Result<double> parse_real(const std::string& s) {
   return v;
 }
 
+Result<std::string> read_whole(const std::string& path, const std::string& option_name) {
+  std::ifstream f(path);
+  std::stringstream text;
+  text << f.rdbuf();
+  if (!f) return make_error(Errc::kInvalidArgument, option_name + ": cannot read " + path);
+  return text.str();
+}
+
 Status read_lists(const Args& a, SimSetup& s) {
   for (const auto& r : split(option(a, "ranks", "8,64,512,4k,32k,256k"))) {
     auto v = parse_size(r);  // "1m" = 1,048,576 ranks
@@ -116,11 +124,9 @@ Result<SimSetup> read_setup(const Args& a) {
   const std::string loggp_arg = option(a, "loggp", "5,1.5,2,0.0008");
   if (loggp_arg.find(',') == std::string::npos) {
     // A parameter file, as `ibbcast bench --loggp --loggp-out FILE` writes it.
-    std::ifstream f(loggp_arg);
-    std::stringstream text;
-    text << f.rdbuf();
-    if (!f) return make_error(Errc::kInvalidArgument, "--loggp: cannot read " + loggp_arg);
-    auto m = parse_loggp_csv(text.str());
+    auto text = read_whole(loggp_arg, "--loggp");
+    IBBCAST_RETURN_IF_ERROR(text.status());
+    auto m = parse_loggp_csv(*text);
     IBBCAST_RETURN_IF_ERROR(m.status());
     s.base.model = *m;
   } else {
@@ -137,11 +143,9 @@ Result<SimSetup> read_setup(const Args& a) {
   }
   if (const std::string file = option(a, "params", ""); !file.empty()) {
     // A machine's parameter file, as `ibbcast bench --calibrate` writes it.
-    std::ifstream f(file);
-    std::stringstream text;
-    text << f.rdbuf();
-    if (!f) return make_error(Errc::kInvalidArgument, "--params: cannot read " + file);
-    auto p = parse_model_params(text.str());
+    auto text = read_whole(file, "--params");
+    IBBCAST_RETURN_IF_ERROR(text.status());
+    auto p = parse_model_params(*text);
     IBBCAST_RETURN_IF_ERROR(p.status());
     s.base.model = p->reliable;
     s.base.machine = p->machine;
