@@ -85,6 +85,17 @@ all_ok() {
       fail "rank $r: written/skipped $(col $r 2)/$(col $r 3), expected $1/$2"
   done
 }
+# all_ok with each rank's own count: written nfiles - complete[r], skipped complete[r].
+all_ok_per_rank() {
+  [[ $rc -eq 0 ]] || fail "exit status $rc"
+  lines 0 stdout | grep -q '^PASS:' || fail "no PASS line"
+  for ((r = 0; r < ranks; r++)); do
+    same $r
+    local w=$((nfiles - complete[r])) k=${complete[r]}
+    [[ $(col $r 2) == "$w" && $(col $r 3) == "$k" ]] ||
+      fail "rank $r: written/skipped $(col $r 2)/$(col $r 3), expected $w/$k"
+  done
+}
 # Final names on rank R hold complete files only; the large one must be absent.
 only_complete() {
   local f
@@ -223,16 +234,27 @@ PY
     # A rank whose broadcast failed first removes its partial; a SIGKILLed one
     # cannot: at least the first rank to die leaves one for the rerun to clear.
     partials=0
+    complete=()
     for ((r = 0; r < ranks; r++)); do
       only_complete $r
       [[ -e $dest/rank$r/tree/.zz_big.bin.ibbcast-partial ]] && partials=$((partials + 1))
+      complete[r]=$(find "$dest/rank$r/tree" -type f ! -name '*.ibbcast-partial' | wc -l)
     done
     [[ $partials -gt 0 ]] || fail "no rank was interrupted inside the large file"
+    # The rerun sends just what each rank lacks: the large file and the small
+    # ones its writer had not finished when the kill came (the writer, an
+    # fsync per file, may trail the broadcasts by a few files).
     stage true "" "$args"
-    all_ok 1 $((nfiles - 1))
+    all_ok_per_rank
     # SIGTERM (what mpirun sends on Ctrl-C) inside the large file: every
-    # rank removes its partial as it dies; what was complete stays.
-    stage true "" "--force --test-fault term:all:$((big_first + 20)) $args"
+    # rank removes its partial as it dies; what was complete stays. mpirun
+    # follows its SIGTERM with SIGKILL after odls_base_sigkill_timeout (1 s):
+    # a rank still inside one of its 252 fsyncs on a loaded disk then dies by
+    # SIGKILL before its handler runs, and its partial is left for the next
+    # run to clear (seen: about one run in three with the CI's builds beside).
+    # The test gives the handler the time: it checks the handler, not the disk.
+    stage true "--mca odls_base_sigkill_timeout 5" \
+      "--force --test-fault term:all:$((big_first + 20)) $args"
     [[ $rc -ne 0 ]] || fail "the terminated job exited 0"
     left=$(find "$dest" -name '*.ibbcast-partial')
     [[ -z $left ]] || fail "SIGTERM left partials: $left"

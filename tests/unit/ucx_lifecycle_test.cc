@@ -131,7 +131,10 @@ TEST(UcxChannel, HandedOffSendsArriveWithoutTheSendersCalls) {
 // ran out of messages, not a time.
 TEST(UcxChannel, OwnerGetsBackInWhilePeersStream) {
   constexpr uint32_t kRanks = 4, kReceiver = 1;
-  constexpr uint64_t kCap = 4000;  // each stream's length if nobody stops it
+  // Each stream's length if nobody stops it: long enough that no sender runs out during the
+  // owner's 300 ms away (4,000 did on a fast day: 720 MB in 300 ms, the check then failed
+  // before the owner had called at all). Stopped streams end early, so it costs nothing.
+  constexpr uint64_t kCap = 40000;
   constexpr std::size_t kSize = 60000;
   std::atomic<bool> stop{false}, all_received{false};
   std::atomic<uint32_t> senders_done{0};
