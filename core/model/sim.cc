@@ -192,8 +192,8 @@ class Sim {
            m.link_mbit > 0;
   }
 
-  /// Runs d us of rank r's work that is ready at t: on the rank's thread and, with cores,
-  /// on the core that frees first. Returns the start.
+  /// Runs d us of rank r's work that is ready at t, on the rank's thread and, when ranks
+  /// share cores, on a core. Returns the start.
   /// `core_d` (default d) is the CPU the work burns on its core, all threads and the kernel
   /// included, which can exceed the rank's own d (a stream's copies at both ends).
   /// With shared cores, work goes into the first gap from t on that fits on both the rank's
