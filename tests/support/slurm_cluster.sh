@@ -165,7 +165,7 @@ cmd_run() {
 
 cmd_down() {
   (($# == 1)) || usage
-  local prefix=$1 d pid
+  local prefix=$1 d pid i
   d=$(dir_of "$prefix")
   # The fabric's teardown stops every process in the namespaces: the
   # controller, the slurmds and whatever job steps still run there.
@@ -173,6 +173,12 @@ cmd_down() {
   if [[ -f $d/munged.pid ]]; then
     pid=$(cat "$d/munged.pid")
     kill "$pid" 2>/dev/null || true
+    # munged writes its seed file as it exits: removing the folder before that left it
+    # behind (slurm_jobs saw /var/tmp/ibbslurm-PREFIX after a teardown once).
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
   fi
   # A job step's processes outside the namespaces cannot exist: slurmstepd
   # runs in its node's namespace. What is left are the files (the nodes'
