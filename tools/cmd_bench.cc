@@ -91,10 +91,6 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
         if (target == plan.root) continue;
         double rtt = 0;
         IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, plan.root, target, idle, &rtt));
-        // The others wait here, asleep: waking every millisecond in a progressing barrier
-        // while the two spin, they cost the round trip a core now and then, and with more
-        // ranks than cores one measured round trip came out at 922 us.
-        IBBCAST_RETURN_IF_ERROR(boot.barrier());
         std::vector<double> samples;
         uint32_t impossible = 0;
         for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
