@@ -31,7 +31,7 @@ double us_since(Nanos t0) {
   return static_cast<double>((monotonic_now() - t0).count()) / 1e3;
 }
 
-/// Rank 0's value of a double, on every rank.
+/// Rank `rank`'s value of a double, on every rank.
 Result<double> from_rank(Bootstrap& boot, uint32_t rank, double mine) {
   std::vector<double> all(boot.size());
   IBBCAST_RETURN_IF_ERROR(
@@ -153,14 +153,6 @@ class McastProbe {
   Pinger& pinger_;
   uint64_t incomplete_ = 0;
 };
-
-Result<double> parse_real(const std::string& s) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !std::isfinite(v))
-    return make_error(Errc::kInvalidArgument, "calibrate: not a number: " + s);
-  return v;
-}
 
 /// Least-squares slope and intercept of y over x.
 std::pair<double, double> line_fit(const std::vector<double>& x, const std::vector<double>& y) {

@@ -1,5 +1,7 @@
 #include "tools/cli.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "api/settings.h"
@@ -96,6 +98,14 @@ std::vector<ConfigRow> Args::rows() const {
 std::string option(const Args& a, const std::string& key, const std::string& def) {
   auto it = a.options.find(key);
   return it == a.options.end() ? def : it->second;
+}
+
+Result<double> parse_real(const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !std::isfinite(v))
+    return make_error(Errc::kInvalidArgument, "not a number: " + s);
+  return v;
 }
 
 }  // namespace ibbcast::tool

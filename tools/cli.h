@@ -48,4 +48,7 @@ Result<Args> parse_args(int argc, char** argv, const Command& cmd);
 /// The option's value or `def`.
 std::string option(const Args& a, const std::string& key, const std::string& def);
 
+/// A finite real number, all of `s`; kInvalidArgument "not a number: S" otherwise.
+Result<double> parse_real(const std::string& s);
+
 }  // namespace ibbcast::tool

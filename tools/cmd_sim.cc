@@ -42,13 +42,6 @@ double micros(Duration d) {
   return static_cast<double>(d.count()) / 1000.0;
 }
 
-Result<double> parse_real(const std::string& s) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0') return make_error(Errc::kInvalidArgument, "not a number: " + s);
-  return v;
-}
-
 Result<std::string> read_whole(const std::string& path, const std::string& option_name) {
   std::ifstream f(path);
   std::stringstream text;
