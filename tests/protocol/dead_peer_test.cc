@@ -32,15 +32,16 @@ std::vector<Survivor> run_with_death(RankSetup setup, uint32_t victim, uint32_t 
   run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric& fabric) -> Status {
     std::vector<std::byte> buf = r == root ? want : std::vector<std::byte>(n);
     const Nanos t0 = monotonic_now();
+    if (fabric_kill && r == victim) {
+      // Die as the broadcast starts, before entering it: posting pumps the sends of frames
+      // that arrived early, so a victim that entered could already have forwarded them.
+      loopback::kill_rank(fabric, victim, true);
+      return Status::ok();
+    }
     auto req = g.ibcast(root, buf.data(), n);
     if (!req) {
       // The death was known before this rank entered: refused at once.
       out[r].first = out[r].second = req.status();
-      return Status::ok();
-    }
-    if (fabric_kill && r == victim) {
-      // Die right after entering the broadcast, before forwarding anything.
-      loopback::kill_rank(fabric, victim, true);
       return Status::ok();
     }
     Survivor& s = out[r];
