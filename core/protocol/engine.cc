@@ -118,18 +118,18 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
     op.owned.assign((op.frags + 63) / 64, 0);
     if (algo == Algorithm::kTwoStage) op.ring_expected = op.frags;
     // Frames that arrived before this call (the intermediate phase) count now.
-    std::vector<Early> mine;
-    auto it = std::stable_partition(early_.begin(), early_.end(),
-                                    [&](const Early& e) { return e.header.bid != op.bid; });
-    std::move(it, early_.end(), std::back_inserter(mine));
-    early_.erase(it, early_.end());
-    for (const Early& e : mine) {
-      if (!e.reliable) --early_multicast_;
-      Frame f{e.header,
-              e.payload,
-              id_.auth ? std::span<const std::byte>(e.tag) : std::span<const std::byte>{},
-              {}};
-      if (!op.done) deliver(op, f, e.reliable, now);
+    if (auto it = early_.find(op.bid); it != early_.end()) {
+      std::vector<Early> mine = std::move(it->second);
+      early_.erase(it);
+      for (Early& e : mine) {
+        if (!e.reliable) --early_multicast_;
+        Frame f{e.header,
+                e.payload,
+                id_.auth ? std::span<const std::byte>(e.tag) : std::span<const std::byte>{},
+                {}};
+        if (!op.done) deliver(op, f, e.reliable, now);
+        recycle_early(std::move(e.payload));
+      }
     }
   }
   maybe_complete(op, now);

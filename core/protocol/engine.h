@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/protocol/algorithm.h"
@@ -148,6 +149,7 @@ class Engine {
   std::string wait_note(const Op& op, Nanos quiet) const;
   void maybe_complete(Op& op, Nanos now);
   void stash_early(const Frame& f, bool reliable, uint32_t from);
+  void recycle_early(std::vector<std::byte>&& payload);
   Op* find_bid(uint32_t bid);
   Op* find_op(uint64_t id);
   const Op* find_op(uint64_t id) const;
@@ -158,8 +160,11 @@ class Engine {
   GroupStats stats_;
   std::deque<std::unique_ptr<Op>> ops_;  // in post order
   std::deque<Job> jobs_;                 // sends not yet handed to the transport
-  std::vector<Early> early_;             // frames of broadcasts not yet posted
-  uint32_t early_multicast_ = 0;         // multicast frames among early_
+  // Frames of broadcasts not yet posted, by bid, in arrival order: a post takes its own
+  // without touching the others (a root far ahead leaves thousands here).
+  std::unordered_map<uint32_t, std::vector<Early>> early_;
+  uint32_t early_multicast_ = 0;                     // multicast frames among early_
+  std::vector<std::vector<std::byte>> early_spare_;  // payload buffers to reuse
   std::vector<uint32_t> children_;       // scratch, reserved once
   std::shared_ptr<const FiboTree> fibo_;
   uint64_t next_op_ = 1;

@@ -170,9 +170,20 @@ void Engine::stash_early(const Frame& f, bool reliable, uint32_t from) {
   }
   if (!reliable) ++early_multicast_;
   ++stats_.early_buffered;
-  Early e{f.header, reliable, from, {f.payload.begin(), f.payload.end()}, {}};
+  Early e{f.header, reliable, from, {}, {}};
+  if (!early_spare_.empty()) {
+    e.payload = std::move(early_spare_.back());
+    early_spare_.pop_back();
+  }
+  e.payload.assign(f.payload.begin(), f.payload.end());
   if (f.tag.size() == kAuthTagSize) std::memcpy(e.tag.data(), f.tag.data(), kAuthTagSize);
-  early_.push_back(std::move(e));
+  early_[f.header.bid].push_back(std::move(e));
+}
+
+void Engine::recycle_early(std::vector<std::byte>&& payload) {
+  // A buffer a fragment fits is kept for the next early frame, so a rank that trails its
+  // root does not allocate (and fault in) a buffer per frame; at most early_datagrams.
+  if (early_spare_.size() < cfg_.early_datagrams) early_spare_.push_back(std::move(payload));
 }
 
 }  // namespace ibbcast
