@@ -165,7 +165,7 @@ class Engine {
   std::unordered_map<uint32_t, std::vector<Early>> early_;
   uint32_t early_multicast_ = 0;                     // multicast frames among early_
   std::vector<std::vector<std::byte>> early_spare_;  // payload buffers to reuse
-  std::vector<uint32_t> children_;       // scratch, reserved once
+  std::vector<uint32_t> children_;                   // scratch, reserved once
   std::shared_ptr<const FiboTree> fibo_;
   uint64_t next_op_ = 1;
   uint64_t next_seq_ = 1;  // the next broadcast's sequence number; its low 32 bits are the bid
