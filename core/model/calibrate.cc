@@ -5,8 +5,8 @@
 namespace ibbcast {
 namespace {
 
-double last(const LogGP& m, Algorithm a, uint32_t p, uint64_t n, const CalibrationInput& in,
-            uint32_t s = 1, uint32_t r = 3) {
+ModelInput model_input(Algorithm a, uint32_t p, uint64_t n, const CalibrationInput& in, uint32_t s,
+                       uint32_t r) {
   ModelInput mi;
   mi.algorithm = a;
   mi.p = p;
@@ -14,36 +14,45 @@ double last(const LogGP& m, Algorithm a, uint32_t p, uint64_t n, const Calibrati
   mi.fragment_size = in.fragment_size;
   mi.fibo_s = s;
   mi.fibo_r = r;
-  return predict_loggp(m, mi).last;
+  return mi;
 }
 
 // What `auto` picks instead of linear below crossover_nodes, for (p, n) at or below
 // crossover_size: the decision of core/protocol/decide.cc.
-double other_than_linear(const LogGP& m, uint32_t p, uint64_t n, const CalibrationInput& in) {
-  if (in.multicast) return last(m, Algorithm::kTwoStage, p, n, in);
+Result<double> other_than_linear(const ModelLast& last, uint32_t p, uint64_t n,
+                                 const CalibrationInput& in) {
+  if (in.multicast) return last(Algorithm::kTwoStage, p, n, 1, 3);
   // best_point_to_point: binomial up to 16 KiB, scatter-allgather above.
-  return last(m, n <= 16 * 1024 ? Algorithm::kBinomial : Algorithm::kScatterAllgather, p, n, in);
+  return last(n <= 16 * 1024 ? Algorithm::kBinomial : Algorithm::kScatterAllgather, p, n, 1, 3);
 }
 
 }  // namespace
 
-Calibration calibrate(const LogGP& m, const CalibrationInput& in) {
+Result<Calibration> calibrate_with(const ModelLast& last, const CalibrationInput& in,
+                                   uint64_t max_size) {
   Calibration c;
   const uint32_t p = std::max<uint32_t>(in.p, 2);
   // Linear's last rank grows by one gap per rank, every other candidate by a hop per level
   // or not at all: the first q where linear stops winning is the threshold.
   c.crossover_nodes = in.max_nodes + 1;
   for (uint32_t q = 2; q <= in.max_nodes; ++q) {
-    if (last(m, Algorithm::kLinear, q, in.reference_size, in) >
-        other_than_linear(m, q, in.reference_size, in)) {
+    auto lin = last(Algorithm::kLinear, q, in.reference_size, 1, 3);
+    auto other = other_than_linear(last, q, in.reference_size, in);
+    IBBCAST_RETURN_IF_ERROR(lin.status());
+    IBBCAST_RETURN_IF_ERROR(other.status());
+    if (*lin > *other) {
       c.crossover_nodes = q;
       break;
     }
   }
   c.crossover_size = kNeverCrossover;
-  for (uint32_t k = 0; k <= 40; ++k) {
+  for (uint32_t k = 0; k <= 40 && (uint64_t{1} << k) <= max_size; ++k) {
     const uint64_t n = uint64_t{1} << k;
-    if (last(m, Algorithm::kFragmentedChain, p, n, in) < other_than_linear(m, p, n, in)) {
+    auto chain = last(Algorithm::kFragmentedChain, p, n, 1, 3);
+    auto other = other_than_linear(last, p, n, in);
+    IBBCAST_RETURN_IF_ERROR(chain.status());
+    IBBCAST_RETURN_IF_ERROR(other.status());
+    if (*chain < *other) {
       // decide() switches when n > crossover_size: the largest size still on the other side.
       c.crossover_size = n - 1;
       break;
@@ -53,9 +62,10 @@ Calibration calibrate(const LogGP& m, const CalibrationInput& in) {
   bool first = true;
   for (uint32_t s = 1; s <= in.max_fibo; ++s) {
     for (uint32_t r = 1; r <= in.max_fibo; ++r) {
-      const double t = last(m, Algorithm::kFiboTree, p, in.reference_size, in, s, r);
-      if (first || t < best) {
-        best = t;
+      auto t = last(Algorithm::kFiboTree, p, in.reference_size, s, r);
+      IBBCAST_RETURN_IF_ERROR(t.status());
+      if (first || *t < best) {
+        best = *t;
         c.fibo_s = s;
         c.fibo_r = r;
         first = false;
@@ -63,6 +73,15 @@ Calibration calibrate(const LogGP& m, const CalibrationInput& in) {
     }
   }
   return c;
+}
+
+Calibration calibrate(const LogGP& m, const CalibrationInput& in) {
+  const ModelLast last = [&](Algorithm a, uint32_t p, uint64_t n, uint32_t s,
+                             uint32_t r) -> Result<double> {
+    return predict_loggp(m, model_input(a, p, n, in, s, r)).last;
+  };
+  // The closed forms cannot fail.
+  return *calibrate_with(last, in, ~uint64_t{0});
 }
 
 }  // namespace ibbcast

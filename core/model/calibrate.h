@@ -7,7 +7,10 @@
 
 #include <cstdint>
 
+#include <functional>
+
 #include "core/model/model_loggp.h"
+#include "core/protocol/status.h"
 
 namespace ibbcast {
 
@@ -40,5 +43,15 @@ inline constexpr uint64_t kNeverCrossover = ~uint64_t{0};
 /// The calibration for `in` under `m`. Cost: O(max_nodes + 40 + max_fibo^2 * p) model
 /// evaluations; O(p) memory (tree walks).
 Calibration calibrate(const LogGP& m, const CalibrationInput& in);
+
+/// A model's time of the last rank for (algorithm, p, n) with the Fibo-tree's (s, r).
+using ModelLast =
+    std::function<Result<double>(Algorithm, uint32_t p, uint64_t n, uint32_t s, uint32_t r)>;
+
+/// The calibration's searches under any model (calibrate() is this with the closed forms;
+/// core/model/calibrate_machine.h with the simulator). crossover_size is searched up to
+/// max_size (kNeverCrossover beyond). Errors: the model's.
+Result<Calibration> calibrate_with(const ModelLast& last, const CalibrationInput& in,
+                                   uint64_t max_size);
 
 }  // namespace ibbcast
