@@ -10,9 +10,11 @@
 #include <map>
 #include <sstream>
 
+#include "core/model/calibrate_machine.h"
 #include "core/model/loggp_fit.h"
 #include "core/model/machine_params.h"
 #include "core/model/sim.h"
+#include "core/protocol/decide.h"
 #include "core/protocol/units.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -231,6 +233,72 @@ std::vector<Panel> plots(const SimSetup& s, const std::vector<Row>& rows,
   return {vs_ranks, cdf_panel, loss, delay};
 }
 
+// --derive-auto: per group size, the knobs of `auto` derived by the simulator from the
+// machine's parameter file, and what auto picks per size under the default knobs, under
+// knobs calibrated by the closed-form LogGP of the same file (what the `loggp` knob does at
+// group creation) and under the derived ones. CSV on stdout (or --csv).
+int derive_auto(const Args& a, const SimSetup& s) {
+  if (option(a, "params", "").empty()) {
+    std::fprintf(stderr, "ibbcast sim: --derive-auto needs --params FILE (bench --calibrate)\n");
+    return 2;
+  }
+  std::vector<uint64_t> sizes;
+  for (const auto& item : split(option(a, "sizes", "1,1k,64k,1m,16m"))) {
+    auto v = parse_size(item);
+    if (!v) {
+      std::fprintf(stderr, "ibbcast sim: --sizes: %s\n", v.status().to_string().c_str());
+      return 2;
+    }
+    sizes.push_back(*v);
+  }
+  const EngineConfig& defaults = a.engine.value();
+  const ModelParams params{s.base.model, s.base.machine};
+  std::FILE* out = s.csv.empty() ? stdout : std::fopen(s.csv.c_str(), "w");
+  if (out == nullptr) {
+    std::fprintf(stderr, "ibbcast sim: cannot write %s\n", s.csv.c_str());
+    return 2;
+  }
+  std::fputs(
+      "ranks,multicast,crossover_nodes,crossover_size,fibo_s,fibo_r,size,auto_default,"
+      "auto_loggp,auto_model\n",
+      out);
+  for (uint32_t p : s.ranks) {
+    CalibrationInput in;
+    in.p = p;
+    in.fragment_size = s.base.in.fragment_size;
+    in.multicast = defaults.multicast;
+    auto derived = calibrate_machine(params, in);
+    if (!derived) {
+      std::fprintf(stderr, "ibbcast sim: %s\n", derived.status().to_string().c_str());
+      if (out != stdout) std::fclose(out);
+      return 2;
+    }
+    const Calibration loggp = calibrate(params.reliable, in);
+    auto with = [&](const Calibration& c) {
+      EngineConfig cfg = defaults;
+      cfg.crossover_nodes = c.crossover_nodes;
+      cfg.crossover_size = c.crossover_size;
+      return cfg;
+    };
+    const EngineConfig by_loggp = with(loggp), by_model = with(*derived);
+    for (uint64_t n : sizes) {
+      auto name = [&](const EngineConfig& cfg) {
+        return std::string(algorithm_name(decide_algorithm(cfg, p, n, in.multicast)));
+      };
+      const bool never = derived->crossover_size == kNeverCrossover;
+      std::fprintf(
+          out, "%u,%d,%u,%s,%u,%u,%llu,%s,%s,%s\n", p, in.multicast ? 1 : 0,
+          derived->crossover_nodes,
+          never ? "never"
+                : std::to_string(static_cast<unsigned long long>(derived->crossover_size)).c_str(),
+          derived->fibo_s, derived->fibo_r, static_cast<unsigned long long>(n),
+          name(defaults).c_str(), name(by_loggp).c_str(), name(by_model).c_str());
+    }
+  }
+  if (out != stdout) std::fclose(out);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_sim(int argc, char** argv) {
@@ -245,6 +313,7 @@ int cmd_sim(int argc, char** argv) {
     return 2;
   }
   const SimSetup& s = *setup;
+  if (option(*args, "derive-auto", "") == "1") return derive_auto(*args, s);
   const uint32_t big = *std::max_element(s.ranks.begin(), s.ranks.end());
   std::vector<Row> rows;
   std::map<Algorithm, std::vector<double>> spread;  // per-rank times at the largest group

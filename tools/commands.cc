@@ -97,6 +97,10 @@ constexpr OptionDoc kSimOptions[] = {
     {"early-drop", "", "drop datagrams of broadcasts not yet entered"},
     {"csv", "FILE", "write the CSV here instead of stdout"},
     {"svg", "FILE", "also plot the results"},
+    {"derive-auto", "",
+     "instead, auto's crossovers derived by the simulator from --params, and auto's pick per "
+     "size (--sizes) under the default, LogGP-calibrated and derived knobs"},
+    {"sizes", "LIST", "with --derive-auto: message sizes (1,1k,64k,1m,16m)"},
     {"torus", "XxY", "the torus multicast models instead, e.g. 8x8"},
     {"partitions", "LIST", "torus partitions (with --torus)"},
 };

@@ -3,7 +3,8 @@
 # table and the parameter file have their shape, every parameter is positive and finite, and
 # `ibbcast sim --loggp FILE` accepts the file. Then `bench --calibrate`: the machine's
 # parameter file has every key, the measured ones positive, and `ibbcast sim --params FILE`
-# accepts it and refuses a broken one. No timing is asserted (the machine is shared).
+# accepts it and refuses a broken one, and `sim --derive-auto` gives auto's picks from it.
+# No timing is asserted (the machine is shared).
 # Usage: loggp_measure.sh IBBCAST
 set -uo pipefail
 bin=${1:?usage: loggp_measure.sh IBBCAST}
@@ -58,6 +59,12 @@ check "the given values are kept" \
 check "sim accepts the parameter file" \
   "'$bin' sim --ranks 4 --algorithms two_stage,binomial --size 64k --params '$dir/params.txt' \
      >'$dir/sim2' && [[ \$(wc -l <'$dir/sim2') -eq 3 ]]"
+check "sim --derive-auto gives auto's picks from the parameter file" \
+  "'$bin' sim --derive-auto --ranks 2,8 --sizes 1,64k --params '$dir/params.txt' >'$dir/auto' &&
+   [[ \$(wc -l <'$dir/auto') -eq 5 ]] &&
+   awk -F, 'NR > 1 { for (i = 8; i <= 10; ++i) if (\$i !~ /^(linear|two_stage|fragmented_chain|binomial|scatter_allgather)\$/) exit 1 }' '$dir/auto'"
+check "sim --derive-auto refuses to run without a parameter file" \
+  "! '$bin' sim --derive-auto --ranks 8 2>/dev/null"
 sed 's/^cpu.cores = .*/cpu.cores = many/' "$dir/params.txt" >"$dir/broken.txt"
 check "sim refuses a broken parameter file, naming the line" \
   "! '$bin' sim --ranks 4 --params '$dir/broken.txt' 2>'$dir/err' && grep -q 'line [0-9]' '$dir/err'"
