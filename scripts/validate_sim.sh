@@ -8,7 +8,10 @@
 #   OUT/validate-bench-DATE.csv    the bench rows, with the link shape
 #   OUT/validate-sim-DATE.csv      measured against predicted, one row per cell
 #   OUT/validate-sim-DATE.svg      predicted against measured
-# and print the median and worst |relative error| per algorithm and link shape. "last" is the
+#   OUT/validate-auto-DATE.csv     auto's pick per cell: default knobs, LogGP-calibrated, and
+#                                  the crossovers the simulator derives (sim --derive-auto)
+# and print the median and worst |relative error| per algorithm and link shape, and how often
+# each of auto's picks measured within 10 % of the fastest. "last" is the
 # slowest non-root rank's per-node median (what the sim's last is); "mean" their mean.
 #
 # Usage: scripts/validate_sim.sh [BUILD_DIR]   (root; fabrics made and removed)
@@ -117,5 +120,17 @@ for shape in off ${RATE}mbit; do
   done
 done
 
+# What `auto` picks per cell under the default knobs, the LogGP-calibrated ones and the
+# crossovers the simulator derives from the same parameters (ibbcast sim --derive-auto).
+echo "shape,ranks,multicast,crossover_nodes,crossover_size,fibo_s,fibo_r,size,auto_default,auto_loggp,auto_model" >"$tmp/auto.csv"
+for shape in off ${RATE}mbit; do
+  [[ $RATE == 0 && $shape != off ]] && continue
+  p=$params sizes=$SIZES
+  [[ $shape != off ]] && p=$tmp/params-shaped.txt sizes=$SHAPED_SIZES
+  "$bin" sim --derive-auto --ranks "$ranks_list" --sizes "$sizes" --fragment-size "$FRAGMENT" \
+    --params "$p" | awk -v sh="$shape" 'NR > 1 { print sh "," $0 }' >>"$tmp/auto.csv"
+done
+
 python3 "$repo/scripts/validate_sim_compare.py" "$bench" "$tmp/sim.csv" \
-  "$out/validate-sim-$day.csv" "$out/validate-sim-$day.svg"
+  "$out/validate-sim-$day.csv" "$out/validate-sim-$day.svg" \
+  "$tmp/auto.csv" "$out/validate-auto-$day.csv"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The comparison of scripts/validate_sim.sh: bench rows against sim rows.
 
-Usage: validate_sim_compare.py BENCH_CSV SIM_CSV OUT_CSV OUT_SVG
+Usage: validate_sim_compare.py BENCH_CSV SIM_CSV OUT_CSV OUT_SVG [AUTO_CSV OUT_AUTO_CSV]
 
 BENCH_CSV: `ibbcast bench` rows with a leading shape column (per_node rows are used; the
 slowest target's median is the cell's "last", their mean its "mean"). SIM_CSV: `ibbcast sim`
@@ -11,6 +11,11 @@ counted), an SVG of predicted against measured (log-log, one colour per algorith
 per shape), and prints per shape and algorithm the median and worst |relative error| of
 "last", and how often the model's fastest algorithm was within 10 % of the measured fastest.
 Exits 1 when a per-node median is negative or zero (an impossible sample).
+
+AUTO_CSV: `ibbcast sim --derive-auto` rows with a leading shape column: what `auto` picks per
+(ranks, size) under the default knobs, the LogGP-calibrated ones and those derived by the
+simulator. Prints, for each, in how many cells its pick measured within 10 % of the measured
+fastest, and writes the cells with the three picks and their measured times to OUT_AUTO_CSV.
 """
 import csv
 import math
@@ -112,6 +117,34 @@ def svg(rows, path):
     open(path, "w").write("\n".join(out) + "\n")
 
 
+def check_auto(groups, auto_path, out_path):
+    picks = {}
+    for r in csv.DictReader(open(auto_path)):
+        picks[(r["shape"], int(r["ranks"]), int(r["size"]))] = r
+    kinds = ("auto_default", "auto_loggp", "auto_model")
+    good = dict.fromkeys(kinds, 0)
+    cells = 0
+    with open(out_path, "w") as f:
+        f.write("shape,ranks,size,fastest,fastest_us,%s\n" % ",".join(
+            "%s,%s_us" % (k, k) for k in kinds))
+        for key in sorted(groups):
+            pick = picks.get(key)
+            measured = {r["algorithm"]: r["measured"] for r in groups[key]}
+            if pick is None or any(pick[k] not in measured for k in kinds):
+                continue
+            cells += 1
+            fastest = min(measured, key=measured.get)
+            f.write("%s,%d,%d,%s,%.1f" % (key + (fastest, measured[fastest])))
+            for k in kinds:
+                good[k] += measured[pick[k]] <= 1.1 * measured[fastest]
+                f.write(",%s,%.1f" % (pick[k], measured[pick[k]]))
+            f.write("\n")
+    for k in kinds:
+        if cells:
+            print("%s: pick within 10 %% of the measured fastest in %d of %d cells (%.0f %%)"
+                  % (k, good[k], cells, 100.0 * good[k] / cells))
+
+
 def main():
     bench_path, sim_path, out_csv, out_svg = sys.argv[1:5]
     cells, bad = read_bench(bench_path)
@@ -164,6 +197,8 @@ def main():
     if groups:
         print("model's fastest within 10 %% of the measured fastest: %d of %d cells (%.0f %%)"
               % (good, len(groups), 100.0 * good / len(groups)))
+    if len(sys.argv) > 6:
+        check_auto(groups, sys.argv[5], sys.argv[6])
     if incomplete:
         print("%d cells left out: a target had no per-node time" % incomplete)
     for key, target, v in bad:
