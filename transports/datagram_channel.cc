@@ -77,13 +77,14 @@ class DatagramChannel final : public P2pChannel {
   // has (acknowledging, resending, receiving), parked for the owner. A peer
   // streaming to this rank keeps the batch full; the owner still gets in
   // between two batches (transports/hand_off.h).
-  bool helper_turn() {
+  HandOff::Turn helper_turn() {
     std::array<P2pEvent, 16> ev;
     const std::size_t n = inner_->poll(ev);
     for (std::size_t i = 0; i < n; ++i)
       parked_.push_back(std::move(ev[i]));
     nap_ = inner_->busy() ? idle_sleep_ : Nanos(std::chrono::milliseconds(1));
-    return n == ev.size();
+    if (n == ev.size()) return HandOff::Turn::kMore;
+    return n > 0 || inner_->busy() ? HandOff::Turn::kDone : HandOff::Turn::kIdle;
   }
   void nap(int wake_fd) {
     pollfd pfd{wake_fd, POLLIN, 0};

@@ -9,8 +9,9 @@
 
 namespace ibbcast {
 
-HandOff::HandOff(std::function<bool()> turn, std::function<void(int)> nap)
-    : turn_(std::move(turn)), nap_(std::move(nap)) {}
+HandOff::HandOff(std::function<Turn()> turn, std::function<void(int)> nap,
+                 std::chrono::nanoseconds grace)
+    : turn_(std::move(turn)), nap_(std::move(nap)), grace_(grace) {}
 
 HandOff::~HandOff() {
   stop();
@@ -61,6 +62,7 @@ void HandOff::hand_off() {
   {
     std::lock_guard lock(mu_);
     away_ = true;
+    ++handoffs_;
   }
   cv_.notify_one();
 }
@@ -70,7 +72,15 @@ void HandOff::loop() {
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || away_; });
     if (stopping_) return;
-    const bool more = turn_();
+    const uint64_t seen = handoffs_;
+    const Turn turn = turn_();
+    const bool more = turn == Turn::kMore;
+    // Back within the grace (or back and away again: a new hand-off takes a
+    // turn at once): no nap, no kick.
+    if (turn == Turn::kIdle && grace_ > std::chrono::nanoseconds(0) &&
+        cv_.wait_for(lock, grace_, [&] { return stopping_ || !away_ || handoffs_ != seen; })) {
+      continue;
+    }
     lock.unlock();
     if (more) {
       while (owners_waiting_.load() != 0)

@@ -11,6 +11,16 @@
 // as soon as the owner calls again, so the owner's latency is untouched: an
 // owner's first call kicks a napping helper off the fd.
 //
+// Kicking costs the owner a syscall and the helper two wake-ups, on the
+// owner's path: an owner calling collectives in a loop paid them on every
+// call. So a helper whose turn found the channel idle first waits `grace`
+// on its condition variable, where a returning owner finds it for free, and
+// naps on the fd only when the owner stays away longer; bytes arriving
+// meanwhile wait at most that long (the fd stays readable for the nap that
+// follows). A turn that found work naps on the fd at once: with bytes
+// flowing, a grace would leave a sender's socket full (a two-stage receiver
+// done by multicast, the root's ring copies still coming).
+//
 // A busy helper must really let the owner in: unlocking and relocking a
 // mutex is not enough, as the thread already running wins it back nearly
 // every time. With a peer streaming to a rank whose owner had handed off, the
@@ -19,6 +29,7 @@
 // until they hold the lock.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -31,12 +42,24 @@ namespace ibbcast {
 
 class HandOff {
  public:
+  /// What a turn found.
+  enum class Turn {
+    kMore,  ///< more is waiting at once: the helper yields to a waiting owner and goes on
+    kDone,  ///< it did work and nothing more is waiting: the helper naps on the fd
+    kIdle,  ///< nothing to do: the helper waits the grace, then naps on the fd
+  };
+
   /// `turn`: one turn of the channel's work, called with the lock held while
-  /// the owner is away; true when more is waiting at once (the helper then
-  /// yields to a waiting owner and goes on). `nap`: waits, unlocked, until
+  /// the owner is away. `nap`: waits, unlocked, until
   /// there may be work; it must also return once `wake_fd` (an eventfd) is
-  /// readable, which stop() makes it.
-  HandOff(std::function<bool()> turn, std::function<void(int wake_fd)> nap);
+  /// readable, which stop() makes it. `grace`: how long an idle helper
+  /// waits for its owner before it naps (0: naps at once).
+  HandOff(std::function<Turn()> turn, std::function<void(int wake_fd)> nap,
+          std::chrono::nanoseconds grace = kDefaultGrace);
+
+  /// Long enough for an owner between two collectives, short against what a
+  /// peer waiting for this rank's bytes would notice.
+  static constexpr std::chrono::nanoseconds kDefaultGrace = std::chrono::microseconds(200);
   ~HandOff();
   HandOff(const HandOff&) = delete;
   HandOff& operator=(const HandOff&) = delete;
@@ -56,11 +79,13 @@ class HandOff {
  private:
   void loop();
 
-  std::function<bool()> turn_;
+  std::function<Turn()> turn_;
   std::function<void(int)> nap_;
+  std::chrono::nanoseconds grace_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool away_ = false;
+  uint64_t handoffs_ = 0;  ///< hand_off() calls: a turn for each, even during a grace
   bool stopping_ = false;
   std::atomic<int> owners_waiting_{0};
   std::atomic<bool> napping_{false};  ///< the helper naps on the fd (owner_lock kicks it)

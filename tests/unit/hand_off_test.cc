@@ -22,16 +22,18 @@ struct Probe {
   // A nap as long as a channel's event fd would give with nothing arriving:
   // only the wake fd (a kick or stop) ends it early.
   std::chrono::milliseconds nap{10000};
+  HandOff::Turn found = HandOff::Turn::kIdle;  // what every turn reports
 
-  HandOff make() {
-    return HandOff([this] { return ++turns, false; },
+  HandOff make(std::chrono::nanoseconds grace = HandOff::kDefaultGrace) {
+    return HandOff([this] { return ++turns, found; },
                    [this](int wake_fd) {
                      napping = true;
                      pollfd p{wake_fd, POLLIN, 0};
                      ::poll(&p, 1, static_cast<int>(nap.count()));
                      napping = false;
                      ++naps_ended;
-                   });
+                   },
+                   grace);
   }
 };
 
@@ -72,6 +74,44 @@ TEST(HandOff, AReturningOwnerKicksTheHelperOffTheChannelFd) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(probe.naps_ended.load(), before);
   EXPECT_TRUE(probe.napping.load());
+  h.stop();
+}
+
+TEST(HandOff, AnOwnerBackWithinTheGraceNeedsNoKick) {
+  Probe probe;
+  HandOff h = probe.make(std::chrono::seconds(10));
+  ASSERT_TRUE(h.start().is_ok());
+  h.hand_off();
+  ASSERT_TRUE(eventually([&] { return probe.turns == 1; }, std::chrono::seconds(5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(probe.napping.load()) << "napped inside its grace";
+  { auto lock = h.owner_lock(); }
+  // Away again inside the same grace: the new hand-off still takes a turn at once.
+  h.hand_off();
+  EXPECT_TRUE(eventually([&] { return probe.turns == 2; }, std::chrono::seconds(2)));
+  EXPECT_EQ(probe.naps_ended.load(), 0);
+  h.stop();
+}
+
+// With bytes flowing the helper must be on the fd: a grace would leave a
+// sender's socket full until it ended.
+TEST(HandOff, ATurnThatFoundWorkNapsOnTheFdAtOnce) {
+  Probe probe;
+  probe.found = HandOff::Turn::kDone;
+  HandOff h = probe.make(std::chrono::seconds(10));
+  ASSERT_TRUE(h.start().is_ok());
+  h.hand_off();
+  EXPECT_TRUE(eventually([&] { return probe.napping.load(); }, std::chrono::seconds(2)));
+  h.stop();
+}
+
+TEST(HandOff, AnOwnerAwayLongerThanTheGraceFindsTheHelperNapping) {
+  Probe probe;
+  HandOff h = probe.make(std::chrono::milliseconds(20));
+  ASSERT_TRUE(h.start().is_ok());
+  h.hand_off();
+  EXPECT_TRUE(eventually([&] { return probe.napping.load(); }, std::chrono::seconds(5)));
+  EXPECT_EQ(probe.turns.load(), 1);
   h.stop();
 }
 

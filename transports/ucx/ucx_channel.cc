@@ -273,7 +273,7 @@ Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
   }
 }
 
-bool Channel::helper_turn() {
+HandOff::Turn Channel::helper_turn() {
   // Progress calls per turn of the helper before it lets a waiting owner in.
   constexpr int kHelperBurst = 16;
   int did = 0;
@@ -281,7 +281,11 @@ bool Channel::helper_turn() {
     if (ucp_worker_progress(worker_) == 0) break;
   }
   send_acks();  // a leaving peer waits for them
-  return did == kHelperBurst || ucp_worker_arm(worker_) == UCS_ERR_BUSY;
+  if (did == kHelperBurst || ucp_worker_arm(worker_) == UCS_ERR_BUSY) return HandOff::Turn::kMore;
+  // Sends or receives still under way are traffic too: a socket that fills or
+  // drains must find the helper on the fd.
+  const bool flowing = did > 0 || !sends_.empty() || !recvs_.empty();
+  return flowing ? HandOff::Turn::kDone : HandOff::Turn::kIdle;
 }
 
 void Channel::hand_off() {

@@ -226,9 +226,9 @@ class Channel : public P2pChannel {
   // holds its lock; between calls the helper progresses the worker.
   HandOff helper_;
   std::unique_lock<std::mutex> owner_lock() { return helper_.owner_lock(); }
-  /// One turn of the helper: a burst of progress and the acks owed; true
-  /// when UCX has more to do at once.
-  bool helper_turn();
+  /// One turn of the helper: a burst of progress and the acks owed; what it
+  /// found (idle only when nothing moved and no send or receive is under way).
+  HandOff::Turn helper_turn();
 };
 
 }  // namespace ibbcast::ucx
