@@ -8,7 +8,8 @@ pkgs=(meson ninja-build pkg-config g++ clang clang-format libclang-rt-14-dev
       dpdk-dev libdpdk-dev
       libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils perftest
       qemu-system-x86 linux-image-amd64 busybox-static xz-utils cpio file
-      slurm-wlm munge)
+      slurm-wlm munge
+      iperf3 ucx-utils)  # the benchmark scripts' references (bench_fastpath.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
