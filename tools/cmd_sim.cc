@@ -253,6 +253,12 @@ int derive_auto(const Args& a, const SimSetup& s) {
   }
   const EngineConfig& defaults = a.engine.value();
   const ModelParams params{s.base.model, s.base.machine};
+  auto margin_arg = parse_real(option(a, "margin", "0"));
+  if (!margin_arg || *margin_arg < 0) {
+    std::fprintf(stderr, "ibbcast sim: --margin: a fraction >= 0\n");
+    return 2;
+  }
+  const double margin = *margin_arg;
   std::FILE* out = s.csv.empty() ? stdout : std::fopen(s.csv.c_str(), "w");
   if (out == nullptr) {
     std::fprintf(stderr, "ibbcast sim: cannot write %s\n", s.csv.c_str());
@@ -267,6 +273,7 @@ int derive_auto(const Args& a, const SimSetup& s) {
     in.p = p;
     in.fragment_size = s.base.in.fragment_size;
     in.multicast = defaults.multicast;
+    in.margin = margin;
     auto derived = calibrate_machine(params, in);
     if (!derived) {
       std::fprintf(stderr, "ibbcast sim: %s\n", derived.status().to_string().c_str());

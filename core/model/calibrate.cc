@@ -40,7 +40,7 @@ Result<Calibration> calibrate_with(const ModelLast& last, const CalibrationInput
     auto other = other_than_linear(last, q, in.reference_size, in);
     IBBCAST_RETURN_IF_ERROR(lin.status());
     IBBCAST_RETURN_IF_ERROR(other.status());
-    if (*lin > *other) {
+    if (*lin > *other * (1 + in.margin)) {
       c.crossover_nodes = q;
       break;
     }
@@ -52,7 +52,7 @@ Result<Calibration> calibrate_with(const ModelLast& last, const CalibrationInput
     auto other = other_than_linear(last, p, n, in);
     IBBCAST_RETURN_IF_ERROR(chain.status());
     IBBCAST_RETURN_IF_ERROR(other.status());
-    if (*chain < *other) {
+    if (*chain * (1 + in.margin) < *other) {
       // decide() switches when n > crossover_size: the largest size still on the other side.
       c.crossover_size = n - 1;
       break;

@@ -21,6 +21,9 @@ struct CalibrationInput {
   uint64_t reference_size = 1024;  ///< the size at which crossover_nodes is decided
   uint32_t max_nodes = 1024;       ///< crossover_nodes is searched in [2, max_nodes]
   uint32_t max_fibo = 8;           ///< fibo_s, fibo_r are searched in [1, max_fibo]
+  /// A threshold moves to where the other side wins by more than this fraction: a model
+  /// whose error is e should not act on differences below e (0: on any difference).
+  double margin = 0;
 };
 
 struct Calibration {
