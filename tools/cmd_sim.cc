@@ -253,7 +253,7 @@ int derive_auto(const Args& a, const SimSetup& s) {
   }
   const EngineConfig& defaults = a.engine.value();
   const ModelParams params{s.base.model, s.base.machine};
-  auto margin_arg = parse_real(option(a, "margin", "0"));
+  auto margin_arg = parse_real(option(a, "margin", "0.15"));
   if (!margin_arg || *margin_arg < 0) {
     std::fprintf(stderr, "ibbcast sim: --margin: a fraction >= 0\n");
     return 2;
@@ -274,6 +274,9 @@ int derive_auto(const Args& a, const SimSetup& s) {
     in.fragment_size = s.base.in.fragment_size;
     in.multicast = defaults.multicast;
     in.margin = margin;
+    in.linear_check_max = *std::max_element(sizes.begin(), sizes.end());
+    // Only this group's side of crossover_nodes matters: p + 1 is "linear here".
+    in.max_nodes = p;
     auto derived = calibrate_machine(params, in);
     if (!derived) {
       std::fprintf(stderr, "ibbcast sim: %s\n", derived.status().to_string().c_str());

@@ -102,7 +102,7 @@ constexpr OptionDoc kSimOptions[] = {
      "size (--sizes) under the default, LogGP-calibrated and derived knobs"},
     {"sizes", "LIST", "with --derive-auto: message sizes (1,1k,64k,1m,16m)"},
     {"margin", "FRACTION",
-     "with --derive-auto: move a threshold only where the other side wins by more (0)"},
+     "with --derive-auto: move a threshold only where the other side wins by more (0.15)"},
     {"torus", "XxY", "the torus multicast models instead, e.g. 8x8"},
     {"partitions", "LIST", "torus partitions (with --torus)"},
 };

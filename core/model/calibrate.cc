@@ -35,14 +35,33 @@ Result<Calibration> calibrate_with(const ModelLast& last, const CalibrationInput
   // Linear's last rank grows by one gap per rank, every other candidate by a hop per level
   // or not at all: the first q where linear stops winning is the threshold.
   c.crossover_nodes = in.max_nodes + 1;
-  for (uint32_t q = 2; q <= in.max_nodes; ++q) {
-    auto lin = last(Algorithm::kLinear, q, in.reference_size, 1, 3);
-    auto other = other_than_linear(last, q, in.reference_size, in);
+  auto linear_loses = [&](uint32_t q, uint64_t n, bool with_chain) -> Result<bool> {
+    auto lin = last(Algorithm::kLinear, q, n, 1, 3);
+    auto other = other_than_linear(last, q, n, in);
     IBBCAST_RETURN_IF_ERROR(lin.status());
     IBBCAST_RETURN_IF_ERROR(other.status());
-    if (*lin > *other * (1 + in.margin)) {
-      c.crossover_nodes = q;
-      break;
+    double best = *other;
+    if (with_chain) {
+      auto chain = last(Algorithm::kFragmentedChain, q, n, 1, 3);
+      IBBCAST_RETURN_IF_ERROR(chain.status());
+      best = std::min(best, *chain);
+    }
+    return *lin > best * (1 + in.margin);
+  };
+  for (uint32_t q = 2; q <= in.max_nodes && c.crossover_nodes > in.max_nodes; ++q) {
+    if (in.linear_check_max == 0) {
+      auto loses = linear_loses(q, in.reference_size, false);
+      IBBCAST_RETURN_IF_ERROR(loses.status());
+      if (*loses) c.crossover_nodes = q;
+      continue;
+    }
+    for (uint64_t n = 1; n <= in.linear_check_max; n *= 2) {
+      auto loses = linear_loses(q, n, true);
+      IBBCAST_RETURN_IF_ERROR(loses.status());
+      if (*loses) {
+        c.crossover_nodes = q;
+        break;
+      }
     }
   }
   c.crossover_size = kNeverCrossover;

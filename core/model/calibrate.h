@@ -24,6 +24,11 @@ struct CalibrationInput {
   /// A threshold moves to where the other side wins by more than this fraction: a model
   /// whose error is e should not act on differences below e (0: on any difference).
   double margin = 0;
+  /// crossover_nodes holds for every message size (`auto` takes linear below it at any size):
+  /// when set, a group size stays linear only if linear is within the margin of the better of
+  /// the other candidate and the fragmented chain at every power of two up to this size.
+  /// 0: at reference_size only.
+  uint64_t linear_check_max = 0;
 };
 
 struct Calibration {

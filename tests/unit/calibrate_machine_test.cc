@@ -140,5 +140,44 @@ TEST(CalibrateMachine, AMarginMovesAThresholdOnlyForAClearWin) {
   check_thresholds(0.15);
 }
 
+// crossover_nodes applies at every size: checked up to a size, a group stays linear only
+// while linear is within the margin of the better of two-stage and the chain at every
+// power of two up to it, and stops at the first group size where it is not.
+TEST(CalibrateMachine, LinearCheckedAtEverySizeUpToTheLimit) {
+  const double m = 0.15;
+  const uint64_t max = 1 << 20;
+  for (double link : {0.0, 200.0}) {
+    const ModelParams mp = measured(link);
+    CalibrationInput in;
+    in.p = 8;
+    in.fragment_size = 8192;
+    in.margin = m;
+    in.max_nodes = 8;
+    in.max_fibo = 2;
+    in.linear_check_max = max;
+    auto c = calibrate_machine(mp, in);
+    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+    auto worst_ratio = [&](uint32_t q) {  // linear over the better other candidate
+      double worst = 0;
+      for (uint64_t n = 1; n <= max; n *= 2) {
+        const double lin = sim_last(mp, Algorithm::kLinear, q, n, 8192);
+        const double other = std::min(sim_last(mp, Algorithm::kTwoStage, q, n, 8192),
+                                      sim_last(mp, Algorithm::kFragmentedChain, q, n, 8192));
+        worst = std::max(worst, lin / other);
+      }
+      return worst;
+    };
+    for (uint32_t q = 2; q < std::min<uint32_t>(c->crossover_nodes, 9); ++q)
+      EXPECT_LE(worst_ratio(q), 1 + m) << "link " << link << " q " << q;
+    if (c->crossover_nodes <= 8) {
+      EXPECT_GT(worst_ratio(c->crossover_nodes), 1 + m) << link;
+    }
+    // At 200 Mbit/s linear's root puts (q - 1) n on its link: it cannot stay linear to 8.
+    if (link > 0) {
+      EXPECT_LE(c->crossover_nodes, 8u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ibbcast
