@@ -15,7 +15,8 @@ Exits 1 when a per-node median is negative or zero (an impossible sample).
 AUTO_CSV: `ibbcast sim --derive-auto` rows with a leading shape column: what `auto` picks per
 (ranks, size) under the default knobs, the LogGP-calibrated ones and those derived by the
 simulator. Prints, for each, in how many cells its pick measured within 10 % of the measured
-fastest and its measured time over the fastest's (geometric mean, worst), and writes the cells with the three picks and their measured times to OUT_AUTO_CSV.
+fastest and its measured time over the fastest's (geometric mean, worst), and writes the
+cells with the three picks and their measured times to OUT_AUTO_CSV.
 """
 import csv
 import math
@@ -145,7 +146,7 @@ def check_auto(groups, auto_path, out_path):
         if cells:
             # How often is not how much: also the pick's measured time over the fastest's,
             # geometric mean and worst.
-            ratios = [picked[k][i] for i in range(cells)]
+            ratios = picked[k]
             geo = math.exp(sum(math.log(r) for r in ratios) / cells)
             print("%s: pick within 10 %% of the measured fastest in %d of %d cells (%.0f %%); "
                   "its time over the fastest's: geometric mean %.2f, worst %.1f"

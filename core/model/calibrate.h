@@ -52,9 +52,8 @@ inline constexpr uint64_t kNeverCrossover = ~uint64_t{0};
 /// evaluations; O(p) memory (tree walks).
 Calibration calibrate(const LogGP& m, const CalibrationInput& in);
 
-/// A model's time of the last rank for (algorithm, p, n) with the Fibo-tree's (s, r).
-using ModelLast =
-    std::function<Result<double>(Algorithm, uint32_t p, uint64_t n, uint32_t s, uint32_t r)>;
+/// A model's time of the last rank for one input (algorithm, p, n, fragment size, Fibo s, r).
+using ModelLast = std::function<Result<double>(const ModelInput&)>;
 
 /// The calibration's searches under any model (calibrate() is this with the closed forms;
 /// core/model/calibrate_machine.h with the simulator). crossover_size is searched up to
