@@ -135,6 +135,9 @@ Status Group::Impl::engine_wait(uint64_t request, const std::function<void()>& e
     auto r = engine_test(request);
     if (!r) return r.status();
     if (*r) return Status::ok();
+    // Before blocking: what is ready now (a root's whole buffer) must not
+    // wait for the channel's next event.
+    if (each) each();
     Nanos now = monotonic_now();
     if (!noted) {
       if (auto note = engine_->stall_note(request, now, kStallNote)) {
@@ -151,7 +154,6 @@ Status Group::Impl::engine_wait(uint64_t request, const std::function<void()>& e
         max_wait, progress_hook_ ? std::chrono::milliseconds(1) : std::chrono::milliseconds(50));
     IBBCAST_RETURN_IF_ERROR(progress(true, max_wait));
     if (progress_hook_) progress_hook_();
-    if (each) each();
   }
 }
 
