@@ -92,7 +92,7 @@ class DpdkTransport final : public Transport {
                             static_cast<uint8_t>(r >> 8), static_cast<uint8_t>(r)});
   }
   Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& options) override {
-    if (p2p_factory_) return p2p_factory_();
+    if (p2p_factory_) return p2p_factory_(options);
     if (boot_ == nullptr) {
       return make_error(Errc::kUnsupported, "dpdk transport has no reliable channel");
     }

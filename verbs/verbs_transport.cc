@@ -95,7 +95,7 @@ class VerbsTransport final : public Transport {
     if (!p2p_factory_ && boot_ == nullptr) {
       return make_error(Errc::kUnsupported, "verbs transport has no reliable channel");
     }
-    auto ch = p2p_factory_ ? p2p_factory_() : open_ud_p2p(dev_, *boot_, options, rd_totals_);
+    auto ch = p2p_factory_ ? p2p_factory_(options) : open_ud_p2p(dev_, *boot_, options, rd_totals_);
     if (!ch) return ch.status();
     return watch_p2p(std::move(*ch), set_);
   }

@@ -178,6 +178,13 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
     g->node_of_ = layout.node_of;
   }
   g->print_statistics_ = config.print_statistics;
+  // Only a node-aware group's leaders make stage 2's hops; the others'
+  // bytes come through their node's segment.
+  if (layout.node_aware) {
+    p2p_options.members.resize(g->size_);
+    for (uint32_t n = 0; n < layout.nodes; ++n)
+      p2p_options.members[layout.leaders[n]] = true;
+  }
   // The key reaches the reliable channel here, when it is made (after the
   // key exchange above): its own datagrams are tagged too.
   auto p2p = transport.open_p2p(p2p_options);

@@ -231,18 +231,22 @@ class P2pChannel {
   virtual std::vector<TransportCounter> counters() const { return {}; }
 };
 
-/// Opens a reliable channel (collectively: every rank calls it in the same
-/// order). Backends take one so that any channel (UCX, an in-process one in
-/// tests) can carry their stage 2.
-using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>()>;
-
 /// What a group tells its reliable channel when opening it.
 struct P2pOptions {
   /// auth=on: the group's key. Channels that send datagrams of their own
   /// (core/rdgram: dpdk's frames, verbs' UD) tag them under a subkey of it;
   /// channels over a connection (UCX) do not use it.
   std::optional<AuthKey> auth_key;
+  /// The ranks that send or receive on the channel (empty: every rank);
+  /// the others only take part in opening it. A node-aware group's leaders.
+  /// A channel may ignore it and connect every rank (loopback, core/rdgram).
+  std::vector<bool> members;
 };
+
+/// Opens a reliable channel (collectively: every rank calls it in the same
+/// order). Backends take one so that any channel (UCX, an in-process one in
+/// tests) can carry their stage 2.
+using P2pFactory = std::function<Result<std::unique_ptr<P2pChannel>>(const P2pOptions&)>;
 
 /// What a group knows when it joins its multicast group.
 struct MulticastOptions {

@@ -119,7 +119,8 @@ std::vector<RankEnv> ring_env(uint32_t ranks, bool frames) {
     cfg.mbufs = 4095;
     auto boot = loopback::make_bootstrap(f, r);
     P2pFactory p2p;
-    if (!frames) p2p = [f, r] { return loopback::make_transport(f, r)->open_p2p({}); };
+    if (!frames)
+      p2p = [f, r](const P2pOptions& o) { return loopback::make_transport(f, r)->open_p2p(o); };
     auto t = dpdk::make_transport(cfg, p2p, boot.get());
     if (!t) {
       ADD_FAILURE() << "dpdk transport: " << t.status().to_string();

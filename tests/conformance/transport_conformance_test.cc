@@ -33,8 +33,8 @@ std::vector<RankEnv> udp_env(uint32_t ranks, const std::string& family) {
     cfg.interface = kPrivateInterface;
     cfg.family = family;
     cfg.max_datagram = 9000;
-    auto t =
-        udp::make_transport(cfg, [f, r] { return loopback::make_transport(f, r)->open_p2p({}); });
+    auto t = udp::make_transport(
+        cfg, [f, r](const P2pOptions& o) { return loopback::make_transport(f, r)->open_p2p(o); });
     if (!t) {
       ADD_FAILURE() << "udp transport: " << t.status().to_string();
       return {};

@@ -324,5 +324,75 @@ TEST(UcxChannel, TeardownIsBoundedByTheLingerWhenAPeerStalls) {
   });
 }
 
+// A node-aware group's channel connects its leaders only: the other ranks
+// take part in opening it and get a channel with no peers. Members carry
+// their messages byte for byte among themselves; nothing goes to or from a
+// bystander, and no member's close waits for one.
+TEST(UcxChannel, BystandersTakePartInOpeningAndHaveNoPeers) {
+  constexpr uint32_t kRanks = 4;
+  Options options = tcp_only();
+  options.members = {true, false, true, true};  // rank 1 stands by
+  auto fabric = loopback::make_fabric(kRanks);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      auto boot = loopback::make_bootstrap(fabric, r);
+      auto opened = Channel::open(*boot, options);
+      ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
+      P2pChannel& ch = **opened;
+      const std::byte b = pattern(r, 0);
+      if (r == 1) {
+        EXPECT_EQ(dynamic_cast<Channel*>(&ch), nullptr);
+        auto sent = ch.send(0, Gather{{{}, std::span(&b, 1), {}}}, 1);
+        ASSERT_FALSE(sent.is_ok());
+        EXPECT_EQ(sent.status().code(), Errc::kInvalidArgument);
+        std::array<P2pEvent, 4> events;
+        EXPECT_EQ(ch.poll(events), 0u);
+        ch.hand_off();
+      } else {
+        auto& ucx = dynamic_cast<Channel&>(ch);
+        auto to_bystander = ucx.send(1, Gather{{{}, std::span(&b, 1), {}}}, 1);
+        ASSERT_FALSE(to_bystander.is_ok());
+        EXPECT_EQ(to_bystander.status().code(), Errc::kInvalidArgument);
+        // 0 -> 2 -> 3 -> 0: each member sends to the next one and takes one.
+        const uint32_t next = r == 0 ? 2 : r == 2 ? 3 : 0;
+        const uint32_t prev = r == 0 ? 3 : r == 2 ? 0 : 2;
+        std::vector<std::byte> msg(3000);
+        for (std::size_t i = 0; i < msg.size(); ++i)
+          msg[i] = pattern(r, i);
+        auto sent = ucx.send(next, Gather{{{}, msg, {}}}, 7);
+        ASSERT_TRUE(sent.is_ok()) << sent.status().to_string();
+        bool got = false, done = *sent;
+        const bool ok = poll_until(
+            ucx,
+            [&](P2pEvent& e) {
+              if (e.kind == P2pEvent::Kind::kSendComplete) done = true;
+              if (e.kind == P2pEvent::Kind::kPeerFailed) ++failures;
+              if (e.kind != P2pEvent::Kind::kMessage) return;
+              EXPECT_EQ(e.peer, prev);
+              std::vector<std::byte> want(3000);
+              for (std::size_t i = 0; i < want.size(); ++i)
+                want[i] = pattern(prev, i);
+              const auto bytes = e.message.bytes;
+              EXPECT_TRUE(bytes.size() == want.size() &&
+                          std::equal(want.begin(), want.end(), bytes.begin()));
+              got = true;
+            },
+            [&] { return got && done; });
+        EXPECT_TRUE(ok);
+      }
+      ASSERT_TRUE(boot->barrier().is_ok());
+      // Unbounded: a member that waited for a bystander's acknowledgement
+      // would hang here.
+      ch.depart(true, Nanos(0));
+      opened->reset();
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
 }  // namespace
 }  // namespace ibbcast::ucx

@@ -4,7 +4,7 @@
 namespace ibbcast::ucx {
 
 P2pFactory channel_factory(Bootstrap&, const UcxConfig&) {
-  return []() -> Result<std::unique_ptr<P2pChannel>> {
+  return [](const P2pOptions&) -> Result<std::unique_ptr<P2pChannel>> {
     return make_error(Errc::kUnsupported,
                       "this build has no UCX reliable channel (install libucx-dev and rebuild)");
   };

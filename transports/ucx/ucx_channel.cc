@@ -73,8 +73,80 @@ Channel::Channel(uint32_t rank, uint32_t size)
   }
 }
 
+namespace {
+
+// What a bystander sends in place of its address length (0 marks a rank
+// whose setup failed).
+constexpr uint64_t kBystander = ~uint64_t{0};
+
+bool is_member(const Options& options, uint32_t rank) {
+  return options.members.empty() || (rank < options.members.size() && options.members[rank]);
+}
+
+// The widest address of a member: every rank's record in the exchange.
+Result<std::size_t> address_stride(const std::vector<uint64_t>& lengths) {
+  std::size_t stride = 0;
+  for (uint32_t r = 0; r < lengths.size(); ++r) {
+    if (lengths[r] == 0) {
+      return make_error(Errc::kDeviceLost,
+                        "ucx: rank " + std::to_string(r) + " failed to create its UCX worker");
+    }
+    if (lengths[r] != kBystander) stride = std::max<std::size_t>(stride, lengths[r]);
+  }
+  return stride;
+}
+
+// The channel of a rank outside Options::members: nothing to send to, nothing to take.
+class Bystander final : public P2pChannel {
+ public:
+  Result<bool> send(uint32_t peer, const Gather& /*frame*/, uint64_t /*token*/) override {
+    return make_error(Errc::kInvalidArgument,
+                      "ucx: this rank is not a member of its channel; no "
+                      "sends to rank " +
+                          std::to_string(peer));
+  }
+  std::size_t poll(std::span<P2pEvent> /*out*/) override { return 0; }
+  void release(const RecvView& /*view*/) override {}
+  void hand_off() override {}
+  void depart(bool /*clean*/, Nanos /*linger*/) override {}
+};
+
+}  // namespace
+
+Result<std::unique_ptr<P2pChannel>> Channel::open(Bootstrap& bootstrap, const Options& options) {
+  if (is_member(options, bootstrap.rank())) {
+    auto ch = create(bootstrap, options);
+    if (!ch) return ch.status();
+    return std::unique_ptr<P2pChannel>(std::move(*ch));
+  }
+  // create()'s collectives, in its order, with nothing of this rank's own.
+  uint64_t length = kBystander;
+  std::vector<uint64_t> lengths(bootstrap.size());
+  IBBCAST_RETURN_IF_ERROR(bootstrap.allgather(std::as_bytes(std::span(&length, 1)),
+                                              std::as_writable_bytes(std::span(lengths))));
+  auto stride = address_stride(lengths);
+  if (!stride) return stride.status();
+  std::vector<std::byte> address(*stride);
+  std::vector<std::byte> addresses(*stride * bootstrap.size());
+  IBBCAST_RETURN_IF_ERROR(bootstrap.allgather(address, addresses));
+  IBBCAST_RETURN_IF_ERROR(agree(bootstrap, Status::ok(), "connect"));
+  IBBCAST_RETURN_IF_ERROR(bootstrap.progressing_barrier([] {}));
+  IBBCAST_RETURN_IF_ERROR(agree(bootstrap, Status::ok(), "wire-up"));
+  return std::unique_ptr<P2pChannel>(std::make_unique<Bystander>());
+}
+
 Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Options& options) {
   std::unique_ptr<Channel> ch(new Channel(bootstrap.rank(), bootstrap.size()));
+  ch->members_.resize(ch->size_);
+  for (uint32_t r = 0; r < ch->size_; ++r) {
+    ch->members_[r] = is_member(options, r);
+    ch->member_count_ += ch->members_[r] ? 1 : 0;
+  }
+  if (!ch->members_[ch->rank_]) {
+    return make_error(Errc::kInvalidArgument,
+                      "ucx: rank " + std::to_string(ch->rank_) +
+                          " is not a member of the channel (Channel::open takes bystanders)");
+  }
 
   // Local setup: context, worker, event fd, address. A failure here is only
   // reported after the collectives below, with the others'.
@@ -93,7 +165,7 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
                         UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
     params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 0;
-    params.estimated_num_eps = ch->size_;
+    params.estimated_num_eps = ch->member_count_;
     s = ucp_init(&params, config, &ch->context_);
     if (s != UCS_OK) local = setup_error("ucp_init", s);
   }
@@ -132,13 +204,9 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   IBBCAST_RETURN_IF_ERROR(bootstrap.allgather(std::as_bytes(std::span(&length, 1)),
                                               std::as_writable_bytes(std::span(lengths))));
   if (!local) return local;
-  for (uint32_t r = 0; r < ch->size_; ++r) {
-    if (lengths[r] == 0) {
-      return make_error(Errc::kDeviceLost,
-                        "ucx: rank " + std::to_string(r) + " failed to create its UCX worker");
-    }
-  }
-  const std::size_t stride = *std::max_element(lengths.begin(), lengths.end());
+  auto widest = address_stride(lengths);
+  if (!widest) return widest.status();
+  const std::size_t stride = *widest;
   address.resize(stride);
   std::vector<std::byte> addresses(stride * ch->size_);
   IBBCAST_RETURN_IF_ERROR(bootstrap.allgather(address, addresses));
@@ -211,6 +279,7 @@ Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride
                                       UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA));
   ucs_status_t s;
   for (uint32_t r = 0; r < size_; ++r) {
+    if (!members_[r]) continue;
     ucp_ep_params_t ep{};
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                     UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -254,21 +323,21 @@ Status Channel::wire_up(std::chrono::steady_clock::time_point deadline) {
     return Status::ok();
   };
   for (uint32_t r = rank_ + 1; r < size_; ++r)
-    IBBCAST_RETURN_IF_ERROR(greet(r));
+    if (members_[r]) IBBCAST_RETURN_IF_ERROR(greet(r));
   for (;;) {
     // Sleep on the worker's event fd when nothing moved: the peers wiring up
     // share our cores (4 ranks on 2 cores spent group creation spinning here).
     if (ucp_worker_progress(worker_) == 0) nap(deadline);
     for (uint32_t r = 0; r < rank_; ++r) {
-      if (hello_from_[r] && !greeted[r]) IBBCAST_RETURN_IF_ERROR(greet(r));
+      if (hello_from_[r] && !greeted[r] && members_[r]) IBBCAST_RETURN_IF_ERROR(greet(r));
     }
     std::erase_if(reqs, reap);
-    if (reqs.empty() && hellos_ + 1 >= size_) return Status::ok();
+    if (reqs.empty() && hellos_ + 1 >= member_count_) return Status::ok();
     if (std::chrono::steady_clock::now() > deadline) {
       for (void* req : reqs)
         ucp_request_cancel(worker_, req);
       return make_error(Errc::kTimedOut, "ucx: wire-up: heard from " + std::to_string(hellos_) +
-                                             " of " + std::to_string(size_ - 1) + " peers");
+                                             " of " + std::to_string(member_count_ - 1) + " peers");
     }
   }
 }

@@ -48,6 +48,12 @@ struct Options {
   /// being copied next to its header. For consumers that handle
   /// RecvView::split: make_fabric_transport asks for it, as groups do.
   bool split_messages = false;
+  /// The ranks that use the channel (empty: every rank). The others only
+  /// take part in opening it, which is collective (open()): a node-aware
+  /// group's ranks other than the leaders send and receive nothing on it,
+  /// and at 32 ranks a node an endpoint from each to every rank would be
+  /// most of the job's connections and its wire-up.
+  std::vector<bool> members;
 };
 
 class UnmapWatch;
@@ -56,10 +62,17 @@ class Channel : public P2pChannel {
  public:
   /// Collective over `bootstrap`: every rank calls it, in the same order.
   /// Creates a UCP context and worker, exchanges worker addresses, connects
-  /// an endpoint to every rank (itself included) and registers the message
+  /// an endpoint to every member rank (itself included) and registers the message
   /// handler. All ranks fail together when any rank fails to set up, so no
   /// rank is left waiting in a collective.
+  /// Endpoints go to the ranks of Options::members only; a rank outside
+  /// them must call open(), not create().
   static Result<std::unique_ptr<Channel>> create(Bootstrap& bootstrap, const Options& options);
+  /// create() for a rank of Options::members; for any other rank the same
+  /// collectives without a context or worker of its own, and a channel that
+  /// has no peers (sends fail, polls find nothing, hand-off and departure
+  /// have nothing to do).
+  static Result<std::unique_ptr<P2pChannel>> open(Bootstrap& bootstrap, const Options& options);
   /// Says goodbye to every live peer (whether this rank finished every
   /// broadcast: depart()) and keeps the endpoints open until each live peer
   /// has acknowledged it, which it does once it holds every message this
@@ -208,6 +221,8 @@ class Channel : public P2pChannel {
   Nanos linger_{0};
   bool acks_owed_ = false;        ///< some peer's ack_owed
   uint32_t hellos_ = 0;           // wire-up greetings received
+  uint32_t member_count_ = 0;     // ranks of Options::members
+  std::vector<bool> members_;     // by rank
   std::vector<bool> hello_from_;  // wire-up greetings received, by rank
   std::vector<Peer> peers_;       // sized once: UCX error callbacks hold pointers into it
   std::deque<P2pEvent> events_;

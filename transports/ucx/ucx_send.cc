@@ -33,6 +33,10 @@ Result<bool> Channel::send(uint32_t peer, const Gather& frame, uint64_t token) {
   if (peer >= size_) {
     return make_error(Errc::kInvalidArgument, "ucx: no rank " + std::to_string(peer));
   }
+  if (!members_[peer]) {
+    return make_error(Errc::kInvalidArgument,
+                      "ucx: rank " + std::to_string(peer) + " is not a member of this channel");
+  }
   Peer& p = peers_[peer];
   // It left the group, finished with every broadcast: it needs nothing more.
   if (p.left_clean) return true;

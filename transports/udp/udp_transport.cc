@@ -53,11 +53,11 @@ class UdpTransport final : public Transport {
     if (!cfg_.group.empty()) return cfg_.group;
     return random_group(cfg_.family == "ipv6", r);
   }
-  // The UCX channel ignores the key (options): no datagrams of its own.
-  Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& /*options*/) override {
+  // The UCX channel ignores the key: no datagrams of its own.
+  Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& options) override {
     if (!p2p_factory_)
       return make_error(Errc::kUnsupported, "udp transport has no reliable channel");
-    auto ch = p2p_factory_();
+    auto ch = p2p_factory_(options);
     if (!ch) return ch.status();
     return watch_p2p(std::move(*ch), waiter_);
   }
