@@ -169,7 +169,7 @@ Status Group::Impl::progress(bool block, Nanos max_wait) {
   if (!advancing_) {
     advancing_ = true;
     for (auto& [id, op] : node_ops_)
-      if (op.step != NodeOp::Step::kDone) advance_step(op, false);
+      if (op.step != NodeOp::Step::kDone) advance_step(id, op, false);
     advancing_ = false;
   }
   if (!busy && block && max_wait > Nanos(0)) sleep_until_event(max_wait);

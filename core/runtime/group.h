@@ -148,7 +148,10 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   // Node-aware groups (group_node.cc).
   struct NodeOp {
     enum class Step : uint8_t {
+      kWrite,            ///< a root that is not its node's leader: write the buffer
       kRead,             ///< copy the broadcast out of the segment
+      kReadThenPost,     ///< a leader: copy its node's root's bytes out, then post
+      kPost,             ///< a leader: post the engine's broadcast, in the order of the calls
       kEngine,           ///< the leader's broadcast among the leaders
       kEngineThenWrite,  ///< that, then write it to the segment for the node
       kWriteRest,        ///< the engine is done: what the segment has not taken yet
@@ -158,6 +161,8 @@ class [[gnu::visibility("hidden")]] Group::Impl {
     std::span<std::byte> buffer;
     uint64_t at = 0;  ///< where the broadcast starts in the node's stream
     std::size_t copied = 0;
+    uint32_t root_node = 0;
+    bool hand_on = false;  ///< a leader writes the engine's bytes for its node
     uint64_t engine_op = 0;
     Algorithm algorithm = Algorithm::kAuto;
     Status status;
@@ -168,9 +173,13 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   Result<uint64_t> node_ibcast(uint32_t root, std::span<std::byte> buffer);
   Result<bool> node_test(uint64_t request);
   Status node_wait(uint64_t request);
-  /// Moves `op` on; `block`: until it is done.
-  void advance(NodeOp & op, bool block);
-  void advance_step(NodeOp & op, bool block);
+  /// Moves request `id` on; `block`: until it is done, the earlier ones
+  /// first (the segment's stream and the engine take them in order).
+  void advance(uint64_t id, bool block);
+  void advance_step(uint64_t id, NodeOp & op, bool block);
+  /// No request before `id` still has segment copies to make (`segment`),
+  /// or an engine broadcast to post (otherwise).
+  bool turn(uint64_t id, bool segment) const;
   /// Copies between the segment and op's buffer from op.copied on: all of
   /// it with `block`, else what can move now.
   template <typename Blocking, typename Attempt>

@@ -12,9 +12,12 @@
 // (and to the rest of the node) through the segment, and the leader then
 // broadcasts it to the other nodes as the engine's root.
 //
-// A rank takes one broadcast at a time through the segment: posting one
-// first finishes the earlier ones (every rank posts in the same order, so
-// this waits only for what the collective needs anyway).
+// Posting never waits: several broadcasts may be under way, and each moves
+// on when the ones before it allow. A rank copies to or from the segment in
+// the order of its posts (the stream's order), and a leader posts the
+// engine's broadcasts in that order too (the engine numbers them), so a
+// leader still reading its node's root's bytes holds back the engine posts
+// after it. Only a wait blocks, finishing the earlier broadcasts first.
 //
 // Failures cross both ways. A rank of the node that dies, or a node's
 // leader whose broadcast failed, marks the segment failed, so the node's
@@ -168,56 +171,78 @@ Result<uint64_t> Group::Impl::node_ibcast(uint32_t root, std::span<std::byte> bu
                                                   std::to_string(size_));
   }
   IBBCAST_RETURN_IF_ERROR(health());
-  for (auto& [id, op] : node_ops_)
-    if (op.step != NodeOp::Step::kDone) advance(op, true);
-  IBBCAST_RETURN_IF_ERROR(health());
 
+  // Posting never waits for earlier broadcasts (MPI_Ibcast is local: a rank
+  // may post two and then send to a rank that posts them only after
+  // receiving that). Their order is kept where it matters: the node's
+  // stream, and the engine's posts on the leaders.
   NodeOp op;
   op.buffer = buffer;
   op.at = stream_at_;
   stream_at_ += buffer.size();
-  const uint32_t root_node = node_of_[root];
-  const bool here = root_node == node_of_[rank_];
-  Status st;
-  // The segment's waits block this thread: a reliable channel that needs
-  // progress (UCX) gets its helper meanwhile, as while the application is away.
-  p2p_->hand_off();
+  op.root_node = node_of_[root];
+  const bool here = op.root_node == node_of_[rank_];
   if (!leader_) {
     // What the leaders run (the same decision, over the nodes).
     const EngineConfig& cfg = engine_->config();
     op.algorithm = cfg.algorithm != Algorithm::kAuto
                        ? cfg.algorithm
                        : decide_algorithm(cfg, nodes_, buffer.size(), multicast_active());
-    op.step = NodeOp::Step::kRead;
-    if (root == rank_) {
-      st = segment_->write(op.at, buffer, timeout());
-      op.step = NodeOp::Step::kDone;
-    }
+    op.step = root == rank_ ? NodeOp::Step::kWrite : NodeOp::Step::kRead;
   } else {
     // The root's bytes reach this node's leader through the segment.
-    if (here && root != rank_) st = segment_->read(op.at, buffer, timeout());
-    if (st) {
-      auto req = engine_ibcast(root_node, buffer);
-      if (req) {
-        op.engine_op = *req;
-        op.algorithm = engine_->op_algorithm(*req);
-        const bool write = segment_ && (root == rank_ || !here);
-        op.step = write ? NodeOp::Step::kEngineThenWrite : NodeOp::Step::kEngine;
-      } else {
-        st = req.status();
-      }
-    }
+    op.step = here && root != rank_ ? NodeOp::Step::kReadThenPost : NodeOp::Step::kPost;
+    op.hand_on = segment_ && (root == rank_ || !here);
   }
-  if (!st) return node_fail(st);
   const uint64_t id = next_node_op_++;
-  node_ops_.emplace(id, op);
+  auto [it, fresh] = node_ops_.emplace(id, op);
+  (void)fresh;
+  advance(id, false);  // the engine's first sends, the first bytes, now
+  if (it->second.step == NodeOp::Step::kDone && !it->second.status) {
+    const Status st = it->second.status;
+    node_ops_.erase(it);
+    return st;
+  }
+  // Back to the application: a channel that needs progress gets its helper.
+  p2p_->hand_off();
   return id;
 }
 
-void Group::Impl::advance(NodeOp& op, bool block) {
+bool Group::Impl::turn(uint64_t id, bool segment) const {
+  for (const auto& [earlier, op] : node_ops_) {
+    if (earlier >= id) break;
+    switch (op.step) {
+      case NodeOp::Step::kWrite:
+      case NodeOp::Step::kRead:
+      case NodeOp::Step::kEngineThenWrite:
+      case NodeOp::Step::kWriteRest:
+        if (segment) return false;
+        break;
+      case NodeOp::Step::kReadThenPost:
+        return false;
+      case NodeOp::Step::kPost:
+        // Its engine's bytes go to the segment once posted.
+        if (!segment || op.hand_on) return false;
+        break;
+      case NodeOp::Step::kEngine:
+      case NodeOp::Step::kDone:
+        break;
+    }
+  }
+  return true;
+}
+
+void Group::Impl::advance(uint64_t id, bool block) {
   const bool outer = !advancing_;
   advancing_ = true;
-  advance_step(op, block);
+  if (block) {
+    for (auto& [earlier, op] : node_ops_) {
+      if (earlier >= id) break;
+      if (op.step != NodeOp::Step::kDone) advance_step(earlier, op, true);
+    }
+  }
+  auto it = node_ops_.find(id);
+  if (it != node_ops_.end()) advance_step(id, it->second, block);
   if (outer) advancing_ = false;
 }
 
@@ -238,27 +263,59 @@ Status Group::Impl::move_bytes(NodeOp& op, bool block, Blocking blocking, Attemp
   return Status::ok();
 }
 
-void Group::Impl::advance_step(NodeOp& op, bool block) {
+void Group::Impl::advance_step(uint64_t id, NodeOp& op, bool block) {
+  auto read = [&] {
+    return move_bytes(
+        op, block,
+        [&](uint64_t at, std::span<std::byte> rest) { return segment_->read(at, rest, timeout()); },
+        [&](uint64_t at, std::span<std::byte> rest) { return segment_->try_read(at, rest); });
+  };
+  auto write = [&] {
+    return move_bytes(
+        op, block,
+        [&](uint64_t at, std::span<std::byte> rest) {
+          return segment_->write(at, rest, timeout());
+        },
+        [&](uint64_t at, std::span<std::byte> rest) { return segment_->try_write(at, rest); });
+  };
   Status st;
   switch (op.step) {
     case NodeOp::Step::kDone:
       return;
+    case NodeOp::Step::kWrite:
     case NodeOp::Step::kRead:
-      st = move_bytes(
-          op, block,
-          [&](uint64_t at, std::span<std::byte> rest) {
-            return segment_->read(at, rest, timeout());
-          },
-          [&](uint64_t at, std::span<std::byte> rest) { return segment_->try_read(at, rest); });
+      if (!turn(id, true)) return;
+      st = op.step == NodeOp::Step::kWrite ? write() : read();
       if (st && op.copied < op.buffer.size()) return;
       break;
+    case NodeOp::Step::kReadThenPost:
+      if (!turn(id, true)) return;
+      st = read();
+      if (!st) break;
+      if (op.copied < op.buffer.size()) return;
+      op.step = NodeOp::Step::kPost;
+      [[fallthrough]];
+    case NodeOp::Step::kPost: {
+      if (!turn(id, false)) return;
+      auto req = engine_ibcast(op.root_node, op.buffer);
+      if (!req) {
+        st = req.status();
+        break;
+      }
+      op.engine_op = *req;
+      op.algorithm = engine_->op_algorithm(*req);
+      op.copied = 0;
+      op.step = op.hand_on ? NodeOp::Step::kEngineThenWrite : NodeOp::Step::kEngine;
+      [[fallthrough]];
+    }
     case NodeOp::Step::kEngine:
     case NodeOp::Step::kEngineThenWrite: {
       const bool hand_on = op.step == NodeOp::Step::kEngineThenWrite;
       // The node step overlaps the fabric's: the fragments done so far
-      // (from the start of the buffer) go to the segment as the ring room allows.
-      auto write_ready = [this, &op, hand_on] {
-        if (!hand_on) return;
+      // (from the start of the buffer) go to the segment as the ring room
+      // allows, once the broadcasts before this one are in it.
+      auto write_ready = [this, &op, hand_on, id] {
+        if (!hand_on || !turn(id, true)) return;
         const std::size_t ready = engine_->ready_bytes(op.engine_op);
         if (ready <= op.copied) return;
         auto n =
@@ -278,18 +335,14 @@ void Group::Impl::advance_step(NodeOp& op, bool block) {
       op.engine_op = 0;
       if (st && hand_on) {
         op.step = NodeOp::Step::kWriteRest;
-        advance_step(op, block);
+        advance_step(id, op, block);
         return;
       }
       break;
     }
     case NodeOp::Step::kWriteRest:
-      st = move_bytes(
-          op, block,
-          [&](uint64_t at, std::span<std::byte> rest) {
-            return segment_->write(at, rest, timeout());
-          },
-          [&](uint64_t at, std::span<std::byte> rest) { return segment_->try_write(at, rest); });
+      if (!turn(id, true)) return;
+      st = write();
       if (st && op.copied < op.buffer.size()) return;
       break;
   }
@@ -302,7 +355,7 @@ Result<bool> Group::Impl::node_test(uint64_t request) {
   if (it == node_ops_.end())
     return make_error(Errc::kInvalidArgument, "unknown request " + std::to_string(request));
   IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
-  advance(it->second, false);
+  advance(request, false);
   if (it->second.step != NodeOp::Step::kDone) return false;
   const Status st = it->second.status;
   node_ops_.erase(it);
@@ -314,7 +367,7 @@ Status Group::Impl::node_wait(uint64_t request) {
   auto it = node_ops_.find(request);
   if (it == node_ops_.end())
     return make_error(Errc::kInvalidArgument, "unknown request " + std::to_string(request));
-  advance(it->second, true);
+  advance(request, true);
   const Status st = it->second.status;
   node_ops_.erase(it);
   return st;

@@ -90,6 +90,32 @@ void ibcast_cases(MPI_Comm comm) {
     check(go == 1 && buf == pattern(n, 5), "ibcast progressing during MPI_Recv");
   }
 
+  // MPI_Ibcast is local: rank 1 posts two ibcasts and then sends to rank 0,
+  // which posts them only once it has that message. Posting the second must
+  // not wait for the first to complete (with ranks 0 and 1 on one node,
+  // rank 0 is rank 1's leader and the first one's bytes come from it).
+  if (size >= 2) {
+    std::vector<unsigned char> a = initial(comm, 100000, size - 1, 8);
+    std::vector<unsigned char> b = initial(comm, 3000, 0, 9);
+    MPI_Request r[3];
+    int n = 0, note = 0;
+    auto post_both = [&] {
+      MPI_Ibcast(a.data(), 100000, MPI_BYTE, size - 1, comm, &r[n++]);
+      MPI_Ibcast(b.data(), 3000, MPI_BYTE, 0, comm, &r[n++]);
+    };
+    if (rank == 0) {
+      MPI_Recv(&note, 1, MPI_INT, 1, 79, comm, MPI_STATUS_IGNORE);
+      post_both();
+    } else {
+      post_both();
+      note = 1;
+      if (rank == 1) MPI_Isend(&note, 1, MPI_INT, 0, 79, comm, &r[n++]);
+    }
+    check(MPI_Waitall(n, r, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "MPI_Waitall");
+    check(note == 1 && a == pattern(100000, 8) && b == pattern(3000, 9),
+          "two ibcasts posted before a send their late rank waits for");
+  }
+
   // Waitany and Testsome over ibcasts and a point-to-point pair.
   {
     std::vector<unsigned char> x = initial(comm, 40000, 0, 6);

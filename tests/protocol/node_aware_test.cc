@@ -5,6 +5,11 @@
 // and the other nodes instead of leaving them waiting.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "tests/support/rank_runner.h"
 
 namespace ibbcast {
@@ -83,6 +88,53 @@ TEST(NodeAware, ARankLeavingMidBroadcastFailsTheOthersInsteadOfHanging) {
   // from the segment or from the ring's channel that rank 1 left.
   EXPECT_EQ(got[0].code(), Errc::kPeerFailed) << got[0].to_string();
   EXPECT_NE(got[0].message().find("rank 1 "), std::string::npos) << got[0].message();
+}
+
+// Posting is local (MPI_Ibcast): rank 1 posts three broadcasts and only then
+// tells rank 0, its node's leader, which posts them once told. The first
+// one's bytes reach rank 1 through its leader, the second one's root is
+// rank 1 itself (its leader must read them before it can post it to the
+// engine), the third comes from another node's non-leader; every rank gets
+// every broadcast byte for byte.
+TEST(NodeAware, PostingDoesNotWaitForEarlierBroadcasts) {
+  RankSetup setup = three_nodes_of_two();
+  setup.config.algorithm = Algorithm::kTwoStage;
+  struct Bcast {
+    uint32_t root;
+    std::size_t n;
+  };
+  const std::vector<Bcast> bcasts = {{5, 300000}, {1, 3000}, {3, 100000}};
+  std::atomic<bool> told{false};
+  std::atomic<bool> told_in_time{false};
+  std::vector<std::string> wrong(setup.ranks);
+  auto results = run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric&) -> Status {
+    if (r == 0) {
+      const Nanos until = monotonic_now() + kHangBound;
+      while (!told.load() && monotonic_now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      told_in_time = told.load();
+    }
+    std::vector<std::vector<std::byte>> bufs;
+    std::vector<uint64_t> reqs;
+    for (std::size_t i = 0; i < bcasts.size(); ++i) {
+      const auto [root, n] = bcasts[i];
+      bufs.push_back(r == root ? pattern(n, 60 + i) : std::vector<std::byte>(n));
+      auto req = g.ibcast(root, bufs.back().data(), n);
+      if (!req) return req.status();
+      reqs.push_back(*req);
+    }
+    if (r == 1) told = true;
+    for (std::size_t i = 0; i < bcasts.size(); ++i) {
+      IBBCAST_RETURN_IF_ERROR(g.wait(reqs[i]));
+      if (bufs[i] != pattern(bcasts[i].n, 60 + i)) wrong[r] += " " + std::to_string(i);
+    }
+    return Status::ok();
+  });
+  EXPECT_TRUE(told_in_time.load()) << "rank 1 was held in its posts until its leader posted";
+  for (uint32_t r = 0; r < setup.ranks; ++r) {
+    EXPECT_TRUE(results[r].is_ok()) << "rank " << r << ": " << results[r].to_string();
+    EXPECT_EQ(wrong[r], "") << "rank " << r << ": broadcasts with wrong bytes";
+  }
 }
 
 }  // namespace
