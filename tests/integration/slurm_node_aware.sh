@@ -16,7 +16,8 @@
 #  - a killed non-leader, and a killed leader with every multicast frame
 #    lost (the ring alone carries the bytes), no timeout set: every survivor
 #    returns within seconds, ok or failed, the dead leader's node and the
-#    nodes behind it in the ring fail; no process of the job is left;
+#    nodes behind it in the ring fail; no process of the job is left, and no
+#    node is still a member of a multicast group;
 #  - the MPI adapter preloaded into Open MPI (--mpi=pmix) and MPICH
 #    (--mpi=pmi2) programs with 2 ranks per node: byte-exact, and their
 #    world communicator's group is node-aware.
@@ -137,6 +138,15 @@ kill_case() {
   done
   sleep 0.5
   pgrep -f "$bin run" >/dev/null && fail "kill $dead: processes of the job are left: $(pgrep -af "$bin run")"
+  # The segments are memfds, gone with the last process that held one; the
+  # multicast memberships go with the sockets: no node keeps a group other
+  # than all-hosts (224.0.0.1, 010000E0 in /proc/net/igmp).
+  local h left
+  for ((h = 0; h < nodes; h++)); do
+    left=$(ip netns exec "$prefix-h$h" awk 'NF == 4 && length($1) == 8 && $1 ~ /^[0-9A-F]+$/ && $1 != "010000E0" {print $1}' \
+      /proc/net/igmp)
+    [[ -z $left ]] || fail "kill $dead: node h$h is still a member of multicast group(s) $left"
+  done
 }
 kill_case 3 0 ""
 # Every multicast frame lost: node 2 gets the bytes only through leader 2.
