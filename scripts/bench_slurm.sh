@@ -65,10 +65,28 @@ mpi_job() {
   mpi=--mpi=pmix
   [[ $impl == mpich ]] && mpi=--mpi=pmi2
   mpi_preload "$lib"
+  # MPICH's MPI_Finalize under srun --mpi=pmi2 was seen to hang here with one
+  # rank spinning in UCX's endpoint close while the others waited in the PMI
+  # fence (the job's output was complete); a job whose last line is out and
+  # that has not ended a minute later is ended.
+  local log waited=0
+  log=$(mktemp)
   # shellcheck disable=SC2086  # words
-  out=$(timeout 1800 "$C" run "$prefix" -- env $common $env \
+  timeout 1800 "$C" run "$prefix" -- env $common $env \
     srun -N"$nodes" --ntasks-per-node="$ppn" "$mpi" --export=ALL,LD_PRELOAD="$preload" \
-    "$build/bench/mpi_bcast_bench_$impl" $sizes -i "$iterations" -r rotate 2>&1)
+    "$build/bench/mpi_bcast_bench_$impl" $sizes -i "$iterations" -r rotate >"$log" 2>&1 &
+  local job=$!
+  while kill -0 "$job" 2>/dev/null; do
+    sleep 1
+    grep -q '0 wrong broadcasts on all ranks' "$log" && ((++waited > 60)) && {
+      echo "bench_slurm: $impl ppn=$ppn: output complete, job still running after 60 s (MPI_Finalize); ending it" >&2
+      pkill -9 -f "^$build/bench/mpi_bcast_bench_$impl" || true
+      break
+    }
+  done
+  wait "$job"
+  out=$(cat "$log")
+  rm -f "$log"
   grep '^mpi_bcast_bench:' <<<"$out" >&2
   grep -q '0 wrong broadcasts on all ranks; ibbcast carried every' <<<"$out" ||
     { echo "bench_slurm: $impl ppn=$ppn failed:" >&2; tail -5 <<<"$out" >&2; return 1; }
