@@ -303,6 +303,7 @@ Status NodeSegment::write(uint64_t at, std::span<const std::byte> bytes, Nanos t
 
 Result<std::size_t> NodeSegment::try_read(uint64_t at, std::span<std::byte> out) {
   IBBCAST_RETURN_IF_ERROR(failure());
+  if (out.empty()) return std::size_t{0};  // a broadcast of no bytes: nothing to copy
   const uint64_t end = header_->written.load(std::memory_order_acquire);
   if (end <= at) return std::size_t{0};
   const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(end - at, out.size()));
