@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "transports/bystander.h"
 #include "transports/hand_off.h"
 
 namespace ibbcast {
@@ -117,7 +118,11 @@ uint64_t random_channel_id() {
 Result<std::unique_ptr<P2pChannel>> open_datagram_channel(std::unique_ptr<DatagramLink> link,
                                                           const DatagramChannelSetup& setup,
                                                           const P2pOptions& options) {
+  if (!options.members.empty() && !options.members[setup.rank]) {
+    return std::unique_ptr<P2pChannel>(std::make_unique<BystanderChannel>("rdgram"));
+  }
   RdgramConfig rc;
+  rc.members = options.members;
   rc.rank = setup.rank;
   rc.size = setup.size;
   rc.channel = static_cast<uint32_t>(setup.id);

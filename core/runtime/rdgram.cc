@@ -30,6 +30,10 @@ Result<bool> DatagramP2p::send(uint32_t peer, const Gather& frame, uint64_t /*to
   if (peer >= cfg_.size) {
     return make_error(Errc::kInvalidArgument, "rdgram: no rank " + std::to_string(peer));
   }
+  if (!member(peer)) {
+    return make_error(Errc::kInvalidArgument,
+                      "rdgram: rank " + std::to_string(peer) + " is not a member of this channel");
+  }
   Peer& p = peers_[peer];
   if (p.failed) {
     return make_error(Errc::kPeerFailed, "rdgram: rank " + std::to_string(peer) + " has failed");
@@ -112,7 +116,7 @@ bool DatagramP2p::close_step() {
   bool done = true;
   for (uint32_t r = 0; r < cfg_.size; ++r) {
     const Peer& p = peers_[r];
-    if (r == cfg_.rank || p.failed) continue;
+    if (r == cfg_.rank || p.failed || !member(r)) continue;
     // A peer that said goodbye is closing its channel and needs nothing
     // more: what it has not acknowledged it never will (a rank done by
     // multicast may leave before its predecessor's ring copies arrive).
@@ -128,7 +132,7 @@ bool DatagramP2p::close_step() {
   const int copies = done ? kFinalGoodbyes : 1;
   for (uint32_t r = 0; r < cfg_.size; ++r) {
     const Peer& p = peers_[r];
-    if (r == cfg_.rank || p.failed || (!p.out.empty() && !p.said_bye)) continue;
+    if (r == cfg_.rank || p.failed || !member(r) || (!p.out.empty() && !p.said_bye)) continue;
     std::array<std::byte, kMaxOverhead> b{};
     Gather g{{control(b, kBye, r, 0, 0), {}, {}}};
     for (int c = 0; c < copies; ++c)

@@ -88,6 +88,10 @@ struct RdgramConfig {
   std::shared_ptr<Gmac> auth;
   /// Optional: where drops are also counted for the backend.
   std::shared_ptr<RdgramTotals> totals;
+  /// The ranks on the channel (empty: every rank; P2pOptions::members). The
+  /// others have no channel: nothing is sent to them, a datagram from one is
+  /// dropped as foreign, and closing does not wait for their goodbye.
+  std::vector<bool> members;
 };
 
 struct RdgramStats {
@@ -100,6 +104,9 @@ class DatagramP2p final : public P2pChannel {
  public:
   DatagramP2p(std::unique_ptr<DatagramLink> link, const RdgramConfig& cfg,
               std::function<Nanos()> clock);
+  bool member(uint32_t rank) const {
+    return cfg_.members.empty() || (rank < cfg_.members.size() && cfg_.members[rank]);
+  }
   /// Copies the frame: true (consumed) or kAgain when too much is queued.
   Result<bool> send(uint32_t peer, const Gather& frame, uint64_t token) override;
   /// Receives, acknowledges, resends, and returns delivered messages and

@@ -21,7 +21,7 @@ void DatagramP2p::on_datagram(const RecvView& v, Nanos now) {
   SegHeader h;
   if (!decode(v.bytes, &h) || (h.tagged && !cfg_.auth)) return drop(Drop::kMalformed);
   if (h.channel != cfg_.channel || h.to != cfg_.rank || h.from >= cfg_.size ||
-      h.from == cfg_.rank) {
+      h.from == cfg_.rank || !member(h.from)) {
     // Another channel (an earlier group), another rank, or not a member: as
     // cheap as it was without auth, the tag is not computed for these.
     return drop(Drop::kForeign);

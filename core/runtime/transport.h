@@ -239,7 +239,7 @@ struct P2pOptions {
   std::optional<AuthKey> auth_key;
   /// The ranks that send or receive on the channel (empty: every rank);
   /// the others only take part in opening it. A node-aware group's leaders.
-  /// A channel may ignore it and connect every rank (loopback, core/rdgram).
+  /// A channel may ignore it and connect every rank (loopback's does).
   std::vector<bool> members;
 };
 

@@ -98,7 +98,9 @@ struct Cluster {
   std::vector<std::unique_ptr<DatagramP2p>> ch;
   // `keys`: auth=on with keys[r] on rank r (a group key each; alike in a real
   // group); empty: auth off.
-  Cluster(uint32_t n, uint64_t channel = 42, uint32_t window = 64, std::vector<AuthKey> keys = {})
+  // `members`: RdgramConfig::members on every rank (empty: all).
+  Cluster(uint32_t n, uint64_t channel = 42, uint32_t window = 64, std::vector<AuthKey> keys = {},
+          std::vector<bool> members = {})
       : net(std::make_shared<Net>(n)) {
     for (uint32_t r = 0; r < n; ++r) {
       RdgramConfig c;
@@ -106,6 +108,7 @@ struct Cluster {
       c.size = n;
       c.channel = static_cast<uint32_t>(channel);
       c.window = window;
+      c.members = members;
       if (!keys.empty()) {
         auto gmac = rdgram_gmac(keys[r], c.channel);
         EXPECT_TRUE(gmac.is_ok()) << gmac.status().to_string();

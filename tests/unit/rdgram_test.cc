@@ -245,5 +245,54 @@ TEST(Rdgram, ClosingAnswerSurvivesTheLossOfOneGoodbye) {
   EXPECT_TRUE(c.ch[0]->close_step());
 }
 
+// A channel among members (a node-aware group's leaders): ranks 0 and 1 carry
+// messages byte for byte, rank 2 stands by. Nothing is sent to it, what it
+// sends is dropped as foreign, and closing does not wait for its goodbye.
+TEST(Rdgram, ChannelAmongMembersNeverWaitsForABystander) {
+  Cluster c(3, 42, 64, {}, {true, true, false});
+  for (uint32_t i = 0; i < 3; ++i) {
+    auto m = message(0, 1, i);
+    ASSERT_TRUE(c.ch[0]->send(1, Gather{{m, {}, {}}}, 0).is_ok());
+  }
+  auto to_bystander = c.ch[0]->send(2, Gather{{message(0, 2, 0), {}, {}}}, 0);
+  ASSERT_FALSE(to_bystander.is_ok());
+  EXPECT_EQ(to_bystander.status().code(), Errc::kInvalidArgument);
+  // A datagram from the bystander (it has no channel in a group; here one
+  // that believes rank 0 is a member) is not delivered.
+  ASSERT_TRUE(c.ch[2]->send(0, Gather{{message(2, 0, 0), {}, {}}}, 0).is_ok());
+  std::array<P2pEvent, 4> ev;
+  uint32_t got = 0;
+  for (int step = 0; step < 1000 && got < 3; ++step) {
+    for (std::size_t k; (k = c.ch[1]->poll(ev)) != 0;) {
+      for (std::size_t i = 0; i < k; ++i) {
+        ASSERT_EQ(ev[i].kind, P2pEvent::Kind::kMessage) << ev[i].reason;
+        const auto want = message(0, 1, got++);
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), ev[i].message.bytes.begin(),
+                               ev[i].message.bytes.end()));
+        c.ch[1]->release(ev[i].message);
+      }
+    }
+    for (std::size_t k; (k = c.ch[0]->poll(ev)) != 0;)
+      for (std::size_t i = 0; i < k; ++i)
+        ADD_FAILURE() << "rank 0 got an event from rank " << ev[i].peer;
+    (void)c.ch[2]->poll(ev);
+    c.now += std::chrono::microseconds(100);
+  }
+  EXPECT_EQ(got, 3u);
+  EXPECT_GT(c.ch[0]->stats().foreign, 0u);
+  auto drain = [&](uint32_t r) {
+    while (c.ch[r]->poll(ev) != 0) {
+    }
+  };
+  // Rank 2 never says goodbye: without members rank 0 would linger for
+  // close_quiet after rank 1 left.
+  EXPECT_FALSE(c.ch[0]->close_step());
+  drain(1);
+  EXPECT_TRUE(c.ch[1]->close_step());
+  c.now += std::chrono::milliseconds(1);
+  drain(0);
+  EXPECT_TRUE(c.ch[0]->close_step());
+}
+
 }  // namespace
 }  // namespace ibbcast

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "transports/bystander.h"
 #include "transports/ucx/ucx_am.h"
 #include "transports/ucx/ucx_mem_events.h"
 
@@ -96,21 +97,6 @@ Result<std::size_t> address_stride(const std::vector<uint64_t>& lengths) {
   return stride;
 }
 
-// The channel of a rank outside Options::members: nothing to send to, nothing to take.
-class Bystander final : public P2pChannel {
- public:
-  Result<bool> send(uint32_t peer, const Gather& /*frame*/, uint64_t /*token*/) override {
-    return make_error(Errc::kInvalidArgument,
-                      "ucx: this rank is not a member of its channel; no "
-                      "sends to rank " +
-                          std::to_string(peer));
-  }
-  std::size_t poll(std::span<P2pEvent> /*out*/) override { return 0; }
-  void release(const RecvView& /*view*/) override {}
-  void hand_off() override {}
-  void depart(bool /*clean*/, Nanos /*linger*/) override {}
-};
-
 }  // namespace
 
 Result<std::unique_ptr<P2pChannel>> Channel::open(Bootstrap& bootstrap, const Options& options) {
@@ -132,7 +118,7 @@ Result<std::unique_ptr<P2pChannel>> Channel::open(Bootstrap& bootstrap, const Op
   IBBCAST_RETURN_IF_ERROR(agree(bootstrap, Status::ok(), "connect"));
   IBBCAST_RETURN_IF_ERROR(bootstrap.progressing_barrier([] {}));
   IBBCAST_RETURN_IF_ERROR(agree(bootstrap, Status::ok(), "wire-up"));
-  return std::unique_ptr<P2pChannel>(std::make_unique<Bystander>());
+  return std::unique_ptr<P2pChannel>(std::make_unique<BystanderChannel>("ucx"));
 }
 
 Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Options& options) {
