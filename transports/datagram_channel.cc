@@ -118,7 +118,7 @@ uint64_t random_channel_id() {
 Result<std::unique_ptr<P2pChannel>> open_datagram_channel(std::unique_ptr<DatagramLink> link,
                                                           const DatagramChannelSetup& setup,
                                                           const P2pOptions& options) {
-  if (!options.members.empty() && !options.members[setup.rank]) {
+  if (!in_members(options.members, setup.rank)) {
     return std::unique_ptr<P2pChannel>(std::make_unique<BystanderChannel>("rdgram"));
   }
   RdgramConfig rc;

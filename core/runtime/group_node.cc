@@ -195,8 +195,7 @@ Result<uint64_t> Group::Impl::node_ibcast(uint32_t root, std::span<std::byte> bu
     op.hand_on = segment_ && (root == rank_ || !here);
   }
   const uint64_t id = next_node_op_++;
-  auto [it, fresh] = node_ops_.emplace(id, op);
-  (void)fresh;
+  const auto it = node_ops_.emplace(id, op).first;
   advance(id, false);  // the engine's first sends, the first bytes, now
   if (it->second.step == NodeOp::Step::kDone && !it->second.status) {
     const Status st = it->second.status;

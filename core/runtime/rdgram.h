@@ -104,9 +104,7 @@ class DatagramP2p final : public P2pChannel {
  public:
   DatagramP2p(std::unique_ptr<DatagramLink> link, const RdgramConfig& cfg,
               std::function<Nanos()> clock);
-  bool member(uint32_t rank) const {
-    return cfg_.members.empty() || (rank < cfg_.members.size() && cfg_.members[rank]);
-  }
+  bool member(uint32_t rank) const { return in_members(cfg_.members, rank); }
   /// Copies the frame: true (consumed) or kAgain when too much is queued.
   Result<bool> send(uint32_t peer, const Gather& frame, uint64_t token) override;
   /// Receives, acknowledges, resends, and returns delivered messages and

@@ -243,6 +243,11 @@ struct P2pOptions {
   std::vector<bool> members;
 };
 
+/// Whether `rank` is in a members list (P2pOptions::members: empty is everyone).
+inline bool in_members(const std::vector<bool>& members, uint32_t rank) {
+  return members.empty() || (rank < members.size() && members[rank]);
+}
+
 /// Opens a reliable channel (collectively: every rank calls it in the same
 /// order). Backends take one so that any channel (UCX, an in-process one in
 /// tests) can carry their stage 2.

@@ -80,10 +80,6 @@ namespace {
 // whose setup failed).
 constexpr uint64_t kBystander = ~uint64_t{0};
 
-bool is_member(const Options& options, uint32_t rank) {
-  return options.members.empty() || (rank < options.members.size() && options.members[rank]);
-}
-
 // The widest address of a member: every rank's record in the exchange.
 Result<std::size_t> address_stride(const std::vector<uint64_t>& lengths) {
   std::size_t stride = 0;
@@ -100,7 +96,7 @@ Result<std::size_t> address_stride(const std::vector<uint64_t>& lengths) {
 }  // namespace
 
 Result<std::unique_ptr<P2pChannel>> Channel::open(Bootstrap& bootstrap, const Options& options) {
-  if (is_member(options, bootstrap.rank())) {
+  if (in_members(options.members, bootstrap.rank())) {
     auto ch = create(bootstrap, options);
     if (!ch) return ch.status();
     return std::unique_ptr<P2pChannel>(std::move(*ch));
@@ -125,7 +121,7 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   std::unique_ptr<Channel> ch(new Channel(bootstrap.rank(), bootstrap.size()));
   ch->members_.resize(ch->size_);
   for (uint32_t r = 0; r < ch->size_; ++r) {
-    ch->members_[r] = is_member(options, r);
+    ch->members_[r] = in_members(options.members, r);
     ch->member_count_ += ch->members_[r] ? 1 : 0;
   }
   if (!ch->members_[ch->rank_]) {
