@@ -8,6 +8,7 @@
 #include <rdma/rdma_cma.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,11 @@ class Device {
   /// The lkey of a region holding all of [p, p + n), if any.
   std::optional<uint32_t> user_lkey(const std::byte* p, std::size_t n) const;
 
+  /// Stalled send queues woken by a post (UdQueue::kick_if_stalled), over
+  /// every queue of the device: the multicast channels' and the UD channel's.
+  void count_send_kick() { send_kicks_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t send_kicks() const { return send_kicks_.load(std::memory_order_relaxed); }
+
  private:
   explicit Device(const VerbsConfig& cfg) : cfg_(cfg) {}
   Status init();
@@ -83,6 +89,7 @@ class Device {
   };
   mutable std::mutex regions_mu_;
   std::vector<UserRegion> regions_;  ///< few: one per broadcast in flight
+  std::atomic<uint64_t> send_kicks_{0};
 };
 
 /// "why no device" for the user: no devices at all, rdma_rxe loaded without a

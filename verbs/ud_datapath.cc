@@ -62,6 +62,7 @@ Status UdQueue::drain_zero_copy() {
     if (!send_failure_.empty())
       return make_error(Errc::kDeviceLost, "UD send failed: " + send_failure_);
     if (completed_ >= zero_copy_until_) break;
+    kick_if_stalled();
     if (std::chrono::steady_clock::now() > deadline) {
       return make_error(Errc::kTimedOut, "zero-copy sends not completed by the device in 5 s");
     }

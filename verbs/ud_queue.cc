@@ -83,6 +83,16 @@ Status UdQueue::create_queues(uint32_t qkey, uint8_t sgid_index) {
     return make_error(Errc::kDeviceLost, errno_text("ibv_query_gid"));
   }
 
+  // To ourselves (kick_if_stalled): the datagram is dropped on arrival.
+  ibv_ah_attr self{};
+  self.is_global = 1;
+  self.grh.dgid = own_gid_;
+  self.grh.sgid_index = sgid_index;
+  self.grh.hop_limit = 1;
+  self.port_num = dev_->port();
+  self_ah_ = ibv_create_ah(dev_->pd(), &self);
+  if (self_ah_ == nullptr) return make_error(Errc::kDeviceLost, errno_text("ibv_create_ah (self)"));
+
   recv_base_ = recv_depth_ * kGrh;
   send_base_ = recv_base_ + std::size_t{recv_depth_} * mtu_;
   pool_.assign(send_base_ + std::size_t{send_depth_} * mtu_, std::byte{0});
@@ -122,6 +132,7 @@ Status UdQueue::to_rts() {
 
 UdQueue::~UdQueue() {
   if (qp_ != nullptr) ibv_destroy_qp(qp_);
+  if (self_ah_ != nullptr) ibv_destroy_ah(self_ah_);
   if (mr_ != nullptr) ibv_dereg_mr(mr_);
   if (unacked_events_ != 0) ibv_ack_cq_events(recv_cq_, unacked_events_);
   if (recv_cq_ != nullptr) ibv_destroy_cq(recv_cq_);

@@ -11,6 +11,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -88,6 +89,9 @@ class UdQueue {
   std::span<std::byte> place(uint32_t p) const;
   RecvView view_of(const ibv_wc& wc);
   void reap_sends();
+  /// Posts a zero-byte datagram to this queue itself when sends are
+  /// outstanding and none has completed for kStallKick (ud_send.cc says why).
+  void kick_if_stalled();
   static constexpr std::size_t kMaxChain = 64;
   struct Wr {
     ibv_send_wr wr;
@@ -135,8 +139,11 @@ class UdQueue {
   uint32_t zone_settled_ = 0;  ///< places whose datagram was handed out and released
   bool flushing_ = false;      ///< send completions flushed by the QP reset are expected
 
-  uint64_t posted_ = 0;     ///< sends posted
-  uint64_t completed_ = 0;  ///< sends known complete (through signaled ones)
+  uint64_t posted_ = 0;                 ///< sends posted
+  uint64_t completed_ = 0;              ///< sends known complete (through signaled ones)
+  ibv_ah* self_ah_ = nullptr;           ///< to this queue: where a kick goes
+  uint64_t stall_mark_ = ~uint64_t{0};  ///< completed_ when the current wait began
+  std::chrono::steady_clock::time_point stall_since_{};
   std::string send_failure_;
   std::vector<ibv_wc> stash_;  ///< completions polled by arm() and not yet handed out
   std::size_t lent_ = 0;

@@ -27,6 +27,38 @@ void UdQueue::reap_sends() {
   }
 }
 
+// Soft-RoCE (rxe) can stop working a send queue with requests on it: its
+// requester pauses while too many packets are in flight and relies on their
+// release to resume it, and that wake-up can be missed (seen here under
+// load: a full ring, RTS, no error, no completion for minutes). Every
+// ibv_post_send rings the kernel (rxe's provider does so even when the post
+// is refused), which resumes it. A sender whose ring is full posts nothing,
+// so the stall would last for ever — the ring peer's copies stuck in it,
+// and its acknowledgements too. Such a queue is given a post: a zero-byte
+// datagram to itself (dropped on arrival as our own), once per kStallKick
+// while completions stay away. A NIC whose ring is really full refuses it
+// with ENOMEM, harmlessly.
+constexpr auto kStallKick = std::chrono::milliseconds(1);
+
+void UdQueue::kick_if_stalled() {
+  const auto now = std::chrono::steady_clock::now();
+  if (posted_ == completed_ || completed_ != stall_mark_) {
+    stall_mark_ = completed_;
+    stall_since_ = now;
+    return;
+  }
+  if (now - stall_since_ < kStallKick) return;
+  stall_since_ = now;
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_SEND;  // no scatter entries: zero bytes; unsignaled
+  wr.wr.ud.ah = self_ah_;
+  wr.wr.ud.remote_qpn = qp_->qp_num;
+  wr.wr.ud.remote_qkey = qkey_;
+  ibv_send_wr* bad = nullptr;
+  (void)ibv_post_send(qp_, &wr, &bad);
+  dev_->count_send_kick();
+}
+
 Status UdQueue::prepare(const Gather& frame, uint64_t seq, Wr& w) {
   const std::size_t size = frame.size();
   if (size > mtu_) {
@@ -99,7 +131,10 @@ Result<std::size_t> UdQueue::send_burst(ibv_ah* ah, uint32_t remote_qpn, uint32_
   std::array<Wr, kMaxChain> chain;
   const std::size_t room = static_cast<std::size_t>(send_depth_ - (posted_ - completed_));
   const std::size_t n = std::min({frames.size(), room, kMaxChain});
-  if (n == 0) return make_error(Errc::kAgain, "");
+  if (n == 0) {
+    kick_if_stalled();
+    return make_error(Errc::kAgain, "");
+  }
   for (std::size_t i = 0; i < n; ++i) {
     Status st = prepare(frames[i], posted_ + i, chain[i]);
     if (!st) {

@@ -127,6 +127,7 @@ class VerbsTransport final : public Transport {
             {"mc_landed", c.landed},
             {"mc_landings", c.landings},
             {"mc_landings_closed", c.landings_closed},
+            {"ud_send_kicks", dev_->send_kicks()},
             // The UD channel's drops (verbs_reliable=ud), all its groups.
             {"rd_auth_failed", rd_totals_->auth_failed.load()},
             {"rd_malformed", rd_totals_->malformed.load()},
