@@ -34,6 +34,7 @@ Result<bool> DatagramP2p::send(uint32_t peer, const Gather& frame, uint64_t /*to
     return make_error(Errc::kInvalidArgument,
                       "rdgram: rank " + std::to_string(peer) + " is not a member of this channel");
   }
+  if (!broken_.is_ok()) return broken_;
   Peer& p = peers_[peer];
   if (p.failed) {
     return make_error(Errc::kPeerFailed, "rdgram: rank " + std::to_string(peer) + " has failed");
@@ -97,6 +98,22 @@ std::size_t DatagramP2p::poll(std::span<P2pEvent> out) {
     if (!p.out.empty()) {
       check_timers(r, p, now);
       transmit(r, p, now);
+    }
+  }
+  if (!broken_.is_ok() && !broken_reported_) {
+    // What waits for acknowledgement will not get there: its receivers are
+    // told now, not after peer_timeout as from a silent peer.
+    broken_reported_ = true;
+    for (uint32_t r = 0; r < cfg_.size; ++r) {
+      Peer& p = peers_[r];
+      if (p.out.empty() || p.failed) continue;
+      p.failed = true;
+      p.out.clear();
+      P2pEvent e;
+      e.kind = P2pEvent::Kind::kPeerFailed;
+      e.peer = r;
+      e.reason = "rdgram: cannot send to rank " + std::to_string(r) + ": " + broken_.to_string();
+      events_.push_back(std::move(e));
     }
   }
   std::size_t n = 0;

@@ -15,7 +15,10 @@
 // measured round trip — sampled only from segments the previous
 // acknowledgement could have shown, so waiting for a repair is not counted
 // as a round trip — doubling per resend, 8 per poll at most), and reports
-// the peer failed when nothing it sent was acknowledged for `peer_timeout`.
+// the peer failed when nothing it sent was acknowledged for `peer_timeout`
+// — or at once, for every peer it owed segments, when the link fails with
+// anything but kAgain (a broken device is not a slow peer); every later send
+// then fails with the link's error.
 // Closing lingers until everything sent is acknowledged and every peer said
 // goodbye, or fell quiet for close_quiet (close_step).
 // Late and duplicate segments are dropped and re-acknowledged; datagrams of
@@ -49,7 +52,8 @@ class DatagramLink {
  public:
   virtual ~DatagramLink() = default;
   virtual uint32_t max_datagram() const = 0;
-  /// kAgain when there is no room now (the caller retries later).
+  /// kAgain when there is no room now (the caller retries later); any
+  /// other error means the link is broken for good.
   virtual Status send(uint32_t peer, const Gather& datagram) = 0;
   /// Received datagrams, RecvView::from = the sender's rank; never blocks.
   virtual std::size_t poll(std::span<RecvView> out) = 0;
@@ -171,6 +175,9 @@ class DatagramP2p final : public P2pChannel {
   void accept(Peer& p, uint32_t from, uint8_t flags, std::span<const std::byte> data);
   void on_ack(Peer& p, uint64_t cum, uint64_t sack, Nanos now);
   void send_ack(uint32_t to, Peer& p, Nanos now);
+  /// link_->send, remembering a failure other than kAgain (no room now):
+  /// the link is broken, and resending into it would only hide that.
+  bool link_send(uint32_t to, const Gather& datagram);
   /// Resends the last segment once when the tail may have been lost (no
   /// later segment would reveal it); true when it did.
   bool probe_tail(uint32_t to, Peer& p, Nanos now);
@@ -186,6 +193,8 @@ class DatagramP2p final : public P2pChannel {
   uint64_t sealed_ = 0;  // datagrams this rank tagged: the nonce's counter
   std::vector<Peer> peers_;
   std::deque<P2pEvent> events_;
+  Status broken_;  ///< the link's first hard failure: every later send fails with it
+  bool broken_reported_ = false;
   std::unordered_map<uint64_t, std::vector<std::byte>> held_;
   uint64_t next_handle_ = 1;
   RdgramStats stats_;

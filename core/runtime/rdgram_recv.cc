@@ -74,7 +74,7 @@ void DatagramP2p::send_ack(uint32_t to, Peer& p, Nanos now) {
   }
   std::array<std::byte, kMaxOverhead> b{};
   Gather g{{control(b, kAck, to, p.expected, sack), {}, {}}};
-  if (link_->send(to, g).is_ok()) {
+  if (link_send(to, g)) {
     p.ack_due = false;
     p.last_ack_sent = now;
     ++stats_.acks_sent;

@@ -11,6 +11,13 @@ namespace ibbcast {
 // link and starve the acknowledgements that would stop them.
 constexpr int kTimerBurst = 8;
 
+bool DatagramP2p::link_send(uint32_t to, const Gather& datagram) {
+  const Status st = link_->send(to, datagram);
+  if (st.is_ok()) return true;
+  if (st.code() != Errc::kAgain && broken_.is_ok()) broken_ = st;
+  return false;
+}
+
 Nanos DatagramP2p::rto_of(const Peer& p) const {
   if (p.srtt == Nanos(0)) return cfg_.rto_initial;
   return std::clamp<Nanos>(4 * p.srtt, cfg_.rto_min, cfg_.rto_max);
@@ -67,7 +74,7 @@ void DatagramP2p::on_ack(Peer& p, uint64_t cum, uint64_t sack, Nanos now) {
         now - s.sent_at < std::max(p.srtt, cfg_.rto_min / 2))
       continue;
     Gather g{{s.bytes, {}, {}}};
-    if (!link_->send(to, g).is_ok()) break;
+    if (!link_send(to, g)) break;
     s.sent_at = now;
     ++s.resends;
     ++stats_.resent_sack;
@@ -80,7 +87,7 @@ void DatagramP2p::transmit(uint32_t to, Peer& p, Nanos now) {
     Segment& s = p.out[i];
     if (s.sent_at >= Nanos(0)) continue;
     Gather g{{s.bytes, {}, {}}};
-    if (!link_->send(to, g).is_ok()) return;  // no room: the next poll goes on
+    if (!link_send(to, g)) return;  // no room: the next poll goes on
     s.sent_at = now;
     s.rto = rto_of(p);
     ++stats_.segments_sent;
@@ -98,7 +105,7 @@ bool DatagramP2p::probe_tail(uint32_t to, Peer& p, Nanos now) {
     return false;
   }
   Gather g{{last.bytes, {}, {}}};
-  if (!link_->send(to, g).is_ok()) return false;
+  if (!link_send(to, g)) return false;
   p.probed = true;
   last.sent_at = now;
   ++last.resends;
@@ -133,7 +140,7 @@ void DatagramP2p::check_timers(uint32_t to, Peer& p, Nanos now) {
     if (s.sacked || s.sent_at < Nanos(0) || now - s.sent_at < s.rto) continue;
     --burst;
     Gather g{{s.bytes, {}, {}}};
-    if (!link_->send(to, g).is_ok()) return;
+    if (!link_send(to, g)) return;
     s.sent_at = now;
     s.rto = std::min(2 * s.rto, cfg_.rto_max);
     ++s.resends;

@@ -29,6 +29,7 @@ struct Net {
   int drop_next = 0;      // the next this many datagrams are lost
   std::vector<bool> cut;  // every datagram to this rank is lost
   uint64_t sent = 0;
+  Status fail_with;  // not ok: every send fails with it (a broken device)
   const Nanos* now = nullptr;  // with `delay`: the cluster's clock
   Nanos delay{0};              // one way
   explicit Net(uint32_t n) : inbox(n), cut(n, false) {}
@@ -43,6 +44,7 @@ class Link final : public DatagramLink {
   Status send(uint32_t peer, const Gather& g) override {
     if (g.size() > 1500) return make_error(Errc::kInvalidArgument, "too big");
     ++net_->sent;
+    if (!net_->fail_with.is_ok()) return net_->fail_with;
     if (net_->drop_next > 0) {
       --net_->drop_next;
       return Status::ok();

@@ -156,6 +156,35 @@ TEST(Rdgram, SilentPeerIsReportedOnceAfterTheTimeout) {
   EXPECT_EQ(again.status().code(), Errc::kPeerFailed);
 }
 
+// The verbs link's queue reports a failed send completion on every later
+// send (kDeviceLost). Before, every such send looked like a full ring: the
+// channel kept "retrying" into a dead device, and the group learnt of it
+// only from its receivers' timeouts.
+TEST(Rdgram, BrokenLinkFailsWhatWasInFlightAtOnceAndEverySendAfter) {
+  Cluster c(3);
+  auto m = message(0, 1, 5);
+  ASSERT_TRUE(c.ch[0]->send(1, Gather{{m, {}, {}}}, 0).is_ok());
+  c.net->fail_with = make_error(Errc::kDeviceLost, "UD send failed: transport retry exceeded");
+  ASSERT_TRUE(c.ch[0]->send(2, Gather{{m, {}, {}}}, 0).is_ok());  // queued: the link fails it
+  std::vector<uint32_t> failed;
+  std::array<P2pEvent, 4> ev;
+  for (int step = 0; step < 3; ++step) {
+    const std::size_t k = c.ch[0]->poll(ev);
+    for (std::size_t i = 0; i < k; ++i) {
+      ASSERT_EQ(ev[i].kind, P2pEvent::Kind::kPeerFailed);
+      EXPECT_NE(ev[i].reason.find("transport retry exceeded"), std::string::npos) << ev[i].reason;
+      failed.push_back(ev[i].peer);
+    }
+    c.now += std::chrono::milliseconds(1);
+  }
+  // Rank 1's message left before the failure but is not acknowledged yet
+  // (nobody polled rank 1): both peers are owed something.
+  EXPECT_EQ(failed, (std::vector<uint32_t>{1, 2}));
+  auto again = c.ch[0]->send(1, Gather{{m, {}, {}}}, 0);
+  ASSERT_FALSE(again.is_ok());
+  EXPECT_EQ(again.status().code(), Errc::kDeviceLost);
+}
+
 TEST(Rdgram, ForeignAndMalformedDatagramsAreCountedAndDropped) {
   Cluster c(2);
   Cluster other(2, /*channel=*/43);
