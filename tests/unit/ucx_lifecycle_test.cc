@@ -74,6 +74,47 @@ TEST(UcxChannel, RankLeavingUnfinishedIsReportedOnce) {
   });
 }
 
+// The same rank lives on after leaving (an MPI program that goes on after
+// an error; `ibbcast run` tells the others at the next broadcast's start):
+// its channel stays open until they are done. The goodbye went at
+// depart(false), so the others fail it at once; before, it went only when
+// the channel closed, and they waited for that.
+TEST(UcxChannel, RankLeavingUnfinishedIsReportedWhileItLivesOn) {
+  constexpr uint32_t kRanks = 3, kLeaver = 1;
+  std::atomic<uint32_t> warm{0}, finished{0};
+  run_ranks(kRanks, tcp_only(), [&](uint32_t me, std::unique_ptr<Channel>& chp) {
+    uint32_t received = 0;
+    std::map<uint32_t, int> failures;
+    auto on = [&](P2pEvent& e) {
+      if (e.kind == P2pEvent::Kind::kMessage) ++received;
+      if (e.kind == P2pEvent::Kind::kPeerFailed) ++failures[e.peer];
+    };
+    std::byte b{1};
+    Gather g{{{}, std::span(&b, 1), {}}};
+    for (uint32_t p = 0; p < kRanks; ++p)
+      ASSERT_TRUE(chp->send(p, g, p).is_ok());
+    ASSERT_TRUE(poll_until(*chp, on, [&] { return received == kRanks; }));
+    ++warm;
+    ASSERT_TRUE(poll_until(*chp, on, [&] { return warm.load() == kRanks; }));
+    if (me == kLeaver) {
+      chp->depart(false, Nanos(0));
+      // Alive and polling until the others are done (bounded: a survivor
+      // that never sees the failure ends its wait after 10 s).
+      EXPECT_TRUE(poll_until(
+          *chp, on, [&] { return finished.load() == kRanks - 1; }, std::chrono::seconds(15)));
+      EXPECT_TRUE(failures.empty());
+      return;
+    }
+    EXPECT_TRUE(poll_until(
+        *chp, on, [&] { return failures[kLeaver] > 0; }, std::chrono::seconds(10)))
+        << "no kPeerFailed while the leaver lives on";
+    ++finished;
+    EXPECT_TRUE(poll_until(*chp, on, [&] { return finished.load() == kRanks - 1; }));
+    EXPECT_EQ(failures[kLeaver], 1);
+    EXPECT_EQ(failures.size(), 1u);
+  });
+}
+
 // A rank that handed off and then never calls again (it waits in another
 // library's collective for the receiver) still delivers everything it
 // accepted: more than the kernel's socket buffers hold, so without the

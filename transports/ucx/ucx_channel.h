@@ -217,7 +217,8 @@ class Channel : public P2pChannel {
   std::size_t max_am_header_ = 0;
   bool split_ = false;  ///< Options::split_messages
   bool closing_ = false;
-  bool depart_clean_ = true;  ///< depart()
+  bool depart_clean_ = true;   ///< depart()
+  bool said_goodbye_ = false;  ///< send_goodbyes() ran: once per channel
   Nanos linger_{0};
   bool acks_owed_ = false;        ///< some peer's ack_owed
   uint32_t hellos_ = 0;           // wire-up greetings received

@@ -27,6 +27,12 @@ void Channel::depart(bool clean, Nanos linger) {
   auto lock = owner_lock();
   depart_clean_ = clean;
   linger_ = linger;
+  // Leaving with a broadcast unfinished (the group's node_fail: this rank's
+  // channel or node broke): the peers waiting for its part are told now.
+  // The process may live on (an MPI program that goes on after an error),
+  // and its channel would only close when the group is freed: until then a
+  // successor waited, without a deadline, for a part that would never come.
+  if (!clean) send_goodbyes();
 }
 
 void Channel::close_endpoints() {
@@ -96,6 +102,8 @@ void Channel::close_endpoints() {
 }
 
 void Channel::send_goodbyes() {
+  if (said_goodbye_) return;
+  said_goodbye_ = true;
   ucp_request_param_t rp{};
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   rp.flags = UCP_AM_SEND_FLAG_EAGER;
