@@ -65,4 +65,24 @@ Status MpiBootstrap::progressing_barrier(const std::function<void()>& while_wait
   }
 }
 
+Status MpiBootstrap::progressing_allgather(std::span<const std::byte> mine,
+                                           std::span<std::byte> all,
+                                           const std::function<void()>& while_waiting) {
+  if (mine.size() > INT_MAX || all.size() != mine.size() * size_) {
+    return make_error(Errc::kInvalidArgument, "allgather: sizes do not match the communicator");
+  }
+  const int n = static_cast<int>(mine.size());
+  MPI_Request req = MPI_REQUEST_NULL;
+  IBBCAST_RETURN_IF_ERROR(
+      mpi_status(PMPI_Iallgather(mine.data(), n, MPI_BYTE, all.data(), n, MPI_BYTE, comm_, &req),
+                 "MPI_Iallgather"));
+  for (;;) {
+    int done = 0;
+    IBBCAST_RETURN_IF_ERROR(mpi_status(PMPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test"));
+    if (done) return Status::ok();
+    while_waiting();
+    sched_yield();
+  }
+}
+
 }  // namespace ibbcast::mpi

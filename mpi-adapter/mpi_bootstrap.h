@@ -27,6 +27,9 @@ class MpiBootstrap final : public Bootstrap {
   Status barrier() override;
   /// PMPI_Ibarrier tested in a loop that calls `while_waiting` and yields.
   Status progressing_barrier(const std::function<void()>& while_waiting) override;
+  /// PMPI_Iallgather, the same way.
+  Status progressing_allgather(std::span<const std::byte> mine, std::span<std::byte> all,
+                               const std::function<void()>& while_waiting) override;
   /// One turn of the MPI's progress engine (an Iprobe on the private
   /// duplicate, where no point-to-point message is ever sent).
   void poke_progress();

@@ -211,6 +211,7 @@ class FaultyTransport final : public Transport {
 
 std::unique_ptr<Transport> with_faults(std::unique_ptr<Transport> inner, const FaultSpec& spec,
                                        uint32_t rank, std::shared_ptr<FaultCounters> counters) {
+  if (spec.rank >= 0 && static_cast<uint64_t>(spec.rank) != rank) return inner;
   auto s = std::make_shared<Shared>();
   s->spec = spec;
   s->counters = counters ? std::move(counters) : std::make_shared<FaultCounters>();

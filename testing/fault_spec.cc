@@ -58,6 +58,10 @@ Result<FaultSpec> FaultSpec::parse(std::string_view text) {
       if (k == "seed") f.seed = *u;
       if (k == "kill_after") f.kill_after = *u;
       if (k == "send_error_after") f.send_error_after = *u;
+    } else if (k == "rank") {
+      auto u = parse_uint(v);
+      if (!u) return u.status();
+      f.rank = static_cast<int64_t>(*u);
     } else if (k == "delay") {
       auto d = parse_duration(v);
       if (!d) return d.status();
@@ -66,7 +70,7 @@ Result<FaultSpec> FaultSpec::parse(std::string_view text) {
       return make_error(Errc::kInvalidArgument,
                         "unknown fault '" + std::string(k) +
                             "' (drop, burst, dup, reorder, corrupt, truncate, delay, kill_after, "
-                            "send_error_after, seed)");
+                            "send_error_after, rank, seed)");
     }
   }
   return f;
@@ -78,6 +82,7 @@ std::string FaultSpec::to_string() const {
     << ",reorder=" << reorder << ",corrupt=" << corrupt << ",truncate=" << truncate
     << ",delay=" << format_duration(delay) << ",kill_after=" << kill_after
     << ",send_error_after=" << send_error_after;
+  if (rank >= 0) o << ",rank=" << rank;
   return o.str();
 }
 

@@ -117,15 +117,28 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
   for (std::size_t k = 0; k < groups.size(); ++k)
     want.push_back(local::pattern(*size, 2026 + k));
   std::vector<Nanos> times;
+  // This rank's first failure. It does not leave the loop at once: the
+  // others may have finished that broadcast and be at the next iteration's
+  // start, so it tells them there, and every rank goes on to the report
+  // together (leaving alone met their barrier with the report: "mismatch"
+  // on every rank, and the reason only on the failed rank's stderr).
+  Status failed;
+  auto progress = [&groups] {
+    for (auto& g : groups)
+      (void)g->progress(false, Nanos(0));
+  };
   for (uint64_t it = 0; it < *iters; ++it) {
     // Every rank starts together; a rank's time runs from the common start to
     // its own completion (the thesis's per-node method is `ibbcast bench`).
     // Progress the groups while waiting, so peers still finishing (stage-2
     // copies to this rank, connection upkeep) are never starved by it.
-    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier([&groups] {
-      for (auto& g : groups)
-        (void)g->progress(false, Nanos(0));
-    }));
+    const std::byte going_on{static_cast<uint8_t>(failed.is_ok() ? 1 : 0)};
+    std::vector<std::byte> everyone(boot.size());
+    // A dead rank breaks the bootstrap too: then what this rank saw first
+    // (its broadcast's peer_failed) says more.
+    if (Status st = boot.progressing_allgather(std::span(&going_on, 1), everyone, progress); !st)
+      return failed.is_ok() ? st : failed;
+    if (std::find(everyone.begin(), everyone.end(), std::byte{0}) != everyone.end()) break;
     if (*late && (*late)->rank == boot.rank() && it + 1 == *iters)
       stay_away((*late)->how, (*late)->delay);
     if (i_die && it + 1 == *iters) {
@@ -136,24 +149,28 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
       std::raise(SIGKILL);
     }
     const Nanos t0 = monotonic_now();
-    std::vector<uint64_t> reqs;
-    for (std::size_t k = 0; k < groups.size(); ++k) {
-      const uint32_t rk = algorithms.empty() ? static_cast<uint32_t>((r0 + k) % boot.size()) : r0;
-      buf[k] = boot.rank() == rk ? want[k] : std::vector<std::byte>(*size);
-      auto req = groups[k]->ibcast(rk, buf[k].data(), buf[k].size());
-      if (!req) return req.status();
-      report.algorithm = static_cast<uint32_t>(groups[k]->impl().request_algorithm(*req));
-      reqs.push_back(*req);
-    }
-    for (std::size_t k = 0; k < groups.size(); ++k) {
-      Status done = groups[k]->wait(reqs[k]);
-      report.last_us = static_cast<double>((monotonic_now() - t0).count()) / 1e3;
-      IBBCAST_RETURN_IF_ERROR(done);
-      if (buf[k] != want[k]) {
-        return make_error(Errc::kCorrupt, "group " + std::to_string(k) + " broadcast " +
-                                              std::to_string(it) + ": wrong bytes");
+    failed = [&]() -> Status {
+      std::vector<uint64_t> reqs;
+      for (std::size_t k = 0; k < groups.size(); ++k) {
+        const uint32_t rk = algorithms.empty() ? static_cast<uint32_t>((r0 + k) % boot.size()) : r0;
+        buf[k] = boot.rank() == rk ? want[k] : std::vector<std::byte>(*size);
+        auto req = groups[k]->ibcast(rk, buf[k].data(), buf[k].size());
+        if (!req) return req.status();
+        report.algorithm = static_cast<uint32_t>(groups[k]->impl().request_algorithm(*req));
+        reqs.push_back(*req);
       }
-    }
+      for (std::size_t k = 0; k < groups.size(); ++k) {
+        Status done = groups[k]->wait(reqs[k]);
+        report.last_us = static_cast<double>((monotonic_now() - t0).count()) / 1e3;
+        IBBCAST_RETURN_IF_ERROR(done);
+        if (buf[k] != want[k]) {
+          return make_error(Errc::kCorrupt, "group " + std::to_string(k) + " broadcast " +
+                                                std::to_string(it) + ": wrong bytes");
+        }
+      }
+      return Status::ok();
+    }();
+    if (!failed) continue;
     times.push_back(monotonic_now() - t0);
     // A long run says how far it got (rank 0, stderr; stdout stays the
     // table): every broadcast that took a second or more.
@@ -182,7 +199,7 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
   fill_stats(report, sum);
   fill_counters(report, *t, channels);
   report.foreign = sum.rejected[static_cast<std::size_t>(Reject::kForeignSession)];
-  return Status::ok();
+  return failed;
 }
 
 }  // namespace

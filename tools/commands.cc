@@ -28,7 +28,8 @@ constexpr OptionDoc kDemo[] = {
     {"size", "BYTES", "bytes per broadcast (256k)"},
     {"root", "RANK", "the broadcasting rank (0)"},
     {"iterations", "N", "broadcasts (20)"},
-    {"faults", "SPEC", "fault decorator on every rank, e.g. drop=5%,dup=1% (none)"},
+    {"faults", "SPEC",
+     "fault decorator on every rank (rank=R: on R only), e.g. drop=5%,dup=1% (none)"},
 };
 
 constexpr OptionDoc kRunOptions[] = {

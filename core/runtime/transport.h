@@ -312,6 +312,13 @@ class Bootstrap {
     (void)while_waiting;
     return barrier();
   }
+  /// allgather, calling `while_waiting` meanwhile as progressing_barrier
+  /// does. Default: a plain allgather.
+  virtual Status progressing_allgather(std::span<const std::byte> mine, std::span<std::byte> all,
+                                       const std::function<void()>& while_waiting) {
+    (void)while_waiting;
+    return allgather(mine, all);
+  }
 };
 
 }  // namespace ibbcast

@@ -5,7 +5,11 @@
 # (the host's lo cannot multicast, and no real interface is touched). Checks
 #  1. clean: every rank exits 0, rank 0 reports all ranks ok with multicast on;
 #  2. missing: rank 2 never starts; ranks 0 and 1 fail with timed_out naming
-#     rank 2 shortly after the bootstrap timeout, instead of hanging.
+#     rank 2 shortly after the bootstrap timeout, instead of hanging;
+#  3. broken: rank 1's reliable channel breaks in the third of five chain
+#     broadcasts, which rank 0 completes: every rank still reaches the report,
+#     and rank 0 says which rank failed and why (before, rank 0 was at the
+#     next broadcast's start and every rank said "mismatch").
 # Usage: tcp_bootstrap_run.sh IBBCAST
 set -uo pipefail
 bin=${1:?usage: tcp_bootstrap_run.sh IBBCAST}
@@ -66,6 +70,20 @@ for r in 0 1; do
     "grep -q 'timed_out: .*rank 2 never reached the root' '$dir/$r.log'"
 done
 check "both gave up within 8 s (took ${took} s)" "(( took <= 8 ))"
+
+rm -f "$dir"/*.log
+
+echo "== broken: rank 1's channel fails its 3rd send, chain of 3, 5 broadcasts"
+for r in 0 1 2; do
+  start $r 20s --size 4k --iterations 5 --algorithm chain --faults send_error_after=2,rank=1
+done
+for r in 0 1 2; do wait "${pids[$r]}"; rcs[$r]=$?; done
+show
+for r in 0 1 2; do check "rank $r exit status ${rcs[$r]} is 1" "[[ ${rcs[$r]} == 1 ]]"; done
+check "rank 0 names rank 1's broken channel" \
+  "grep -qE '^ibbcast run: rank 1 failed: .*(device_lost|reliable channel)' '$dir/0.log'"
+check "rank 0 prints the table, rank 0 ok" "grep -qE '^ +0 chain .* ok\$' '$dir/0.log'"
+check "no rank lost its report to a mismatch" "! grep -q mismatch '$dir'/*.log"
 
 if ((fails > 0)); then echo "FAIL: $fails check(s) failed"; exit 1; fi
 echo "PASS: ibbcast run over the TCP bootstrap"

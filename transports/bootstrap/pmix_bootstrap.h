@@ -68,6 +68,8 @@ class Bootstrap final : public ibbcast::Bootstrap {
  public:
   /// The star's barrier, calling `while_waiting` until it completes.
   Status progressing_barrier(const std::function<void()>& while_waiting) override;
+  Status progressing_allgather(std::span<const std::byte> mine, std::span<std::byte> all,
+                               const std::function<void()>& while_waiting) override;
 
  private:
   std::string nspace_;

@@ -147,4 +147,9 @@ Status Bootstrap::barrier() {
 Status Bootstrap::progressing_barrier(const std::function<void()>& while_waiting) {
   return star_->progressing_barrier(while_waiting);
 }
+
+Status Bootstrap::progressing_allgather(std::span<const std::byte> mine, std::span<std::byte> all,
+                                        const std::function<void()>& while_waiting) {
+  return star_->progressing_allgather(mine, all, while_waiting);
+}
 }  // namespace ibbcast::pmix

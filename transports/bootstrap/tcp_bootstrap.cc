@@ -56,6 +56,11 @@ Status Bootstrap::progressing_barrier(const std::function<void()>& while_waiting
   return exchange({}, {}, &while_waiting);
 }
 
+Status Bootstrap::progressing_allgather(std::span<const std::byte> mine, std::span<std::byte> all,
+                                        const std::function<void()>& while_waiting) {
+  return exchange(mine, all, &while_waiting);
+}
+
 Status Bootstrap::exchange(std::span<const std::byte> mine, std::span<std::byte> all,
                            const std::function<void()>* while_waiting) {
   if (!broken_.is_ok()) return broken_;

@@ -63,6 +63,8 @@ class Bootstrap final : public ibbcast::Bootstrap {
   /// The same exchange, waiting in poll slices of at most 1 ms between calls
   /// of `while_waiting`.
   Status progressing_barrier(const std::function<void()>& while_waiting) override;
+  Status progressing_allgather(std::span<const std::byte> mine, std::span<std::byte> all,
+                               const std::function<void()>& while_waiting) override;
 
  private:
   explicit Bootstrap(const Options& opt) : opt_(opt) {}
