@@ -29,7 +29,7 @@ struct Net {
   int drop_next = 0;      // the next this many datagrams are lost
   std::vector<bool> cut;  // every datagram to this rank is lost
   uint64_t sent = 0;
-  Status fail_with;  // not ok: every send fails with it (a broken device)
+  Status fail_with;            // not ok: every send fails with it (a broken device)
   const Nanos* now = nullptr;  // with `delay`: the cluster's clock
   Nanos delay{0};              // one way
   explicit Net(uint32_t n) : inbox(n), cut(n, false) {}
