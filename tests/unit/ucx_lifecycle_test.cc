@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -24,6 +25,30 @@ std::byte pattern(uint32_t i, std::size_t b) {
   return static_cast<std::byte>((i * 131 + b * 7 + (b >> 8) * 3 + (b >> 16)) & 0xff);
 }
 
+/// What a rank of the leaving tests saw: messages, and failures by peer.
+struct Seen {
+  uint32_t received = 0;
+  std::map<uint32_t, int> failures;
+  std::function<void(P2pEvent&)> on() {
+    return [this](P2pEvent& e) {
+      if (e.kind == P2pEvent::Kind::kMessage) ++received;
+      if (e.kind == P2pEvent::Kind::kPeerFailed) ++failures[e.peer];
+    };
+  }
+};
+
+/// One byte from every rank to every rank, then until all `ranks` got theirs:
+/// the channel is wired up and in use before anyone leaves.
+void greet_everyone(Channel& ch, uint32_t ranks, Seen& seen, std::atomic<uint32_t>& warm) {
+  std::byte b{1};
+  Gather g{{{}, std::span(&b, 1), {}}};
+  for (uint32_t p = 0; p < ranks; ++p)
+    ASSERT_TRUE(ch.send(p, g, p).is_ok());
+  ASSERT_TRUE(poll_until(ch, seen.on(), [&] { return seen.received == ranks; }));
+  ++warm;
+  ASSERT_TRUE(poll_until(ch, seen.on(), [&] { return warm.load() == ranks; }));
+}
+
 // One process cannot kill a rank, so a rank leaves with a broadcast
 // unfinished (depart(false)) and destroys its channel, which closes its TCP
 // connections: a failure, reported once although both the goodbye and the
@@ -35,19 +60,14 @@ TEST(UcxChannel, RankLeavingUnfinishedIsReportedOnce) {
   constexpr uint32_t kRanks = 3, kDead = 2;
   std::atomic<uint32_t> warm{0}, finished{0};
   run_ranks(kRanks, tcp_only(), [&](uint32_t me, std::unique_ptr<Channel>& chp) {
-    uint32_t received = 0;
-    std::map<uint32_t, int> failures;
-    auto on = [&](P2pEvent& e) {
-      if (e.kind == P2pEvent::Kind::kMessage) ++received;
-      if (e.kind == P2pEvent::Kind::kPeerFailed) ++failures[e.peer];
-    };
+    Seen seen;
+    auto on = seen.on();
+    auto& received = seen.received;
+    auto& failures = seen.failures;
     std::byte b{1};
     Gather g{{{}, std::span(&b, 1), {}}};
-    for (uint32_t p = 0; p < kRanks; ++p)
-      ASSERT_TRUE(chp->send(p, g, p).is_ok());
-    ASSERT_TRUE(poll_until(*chp, on, [&] { return received == kRanks; }));
-    ++warm;
-    ASSERT_TRUE(poll_until(*chp, on, [&] { return warm.load() == kRanks; }));
+    greet_everyone(*chp, kRanks, seen, warm);
+    if (::testing::Test::HasFatalFailure()) return;
     if (me == kDead) {
       chp->depart(false, Nanos(0));
       chp.reset();
@@ -83,19 +103,11 @@ TEST(UcxChannel, RankLeavingUnfinishedIsReportedWhileItLivesOn) {
   constexpr uint32_t kRanks = 3, kLeaver = 1;
   std::atomic<uint32_t> warm{0}, finished{0};
   run_ranks(kRanks, tcp_only(), [&](uint32_t me, std::unique_ptr<Channel>& chp) {
-    uint32_t received = 0;
-    std::map<uint32_t, int> failures;
-    auto on = [&](P2pEvent& e) {
-      if (e.kind == P2pEvent::Kind::kMessage) ++received;
-      if (e.kind == P2pEvent::Kind::kPeerFailed) ++failures[e.peer];
-    };
-    std::byte b{1};
-    Gather g{{{}, std::span(&b, 1), {}}};
-    for (uint32_t p = 0; p < kRanks; ++p)
-      ASSERT_TRUE(chp->send(p, g, p).is_ok());
-    ASSERT_TRUE(poll_until(*chp, on, [&] { return received == kRanks; }));
-    ++warm;
-    ASSERT_TRUE(poll_until(*chp, on, [&] { return warm.load() == kRanks; }));
+    Seen seen;
+    auto on = seen.on();
+    auto& failures = seen.failures;
+    greet_everyone(*chp, kRanks, seen, warm);
+    if (::testing::Test::HasFatalFailure()) return;
     if (me == kLeaver) {
       chp->depart(false, Nanos(0));
       // Alive and polling until the others are done (bounded: a survivor
