@@ -14,6 +14,9 @@ namespace {
 
 // Copies of the goodbye in the closing step that ends the linger.
 constexpr int kFinalGoodbyes = 3;
+// How often a rank that left unfinished repeats its goodbye while its
+// channel lives: a lost copy costs a successor this long, not for ever.
+constexpr Nanos kUnfinishedRepeat = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -106,22 +109,46 @@ std::size_t DatagramP2p::poll(std::span<P2pEvent> out) {
     broken_reported_ = true;
     for (uint32_t r = 0; r < cfg_.size; ++r) {
       Peer& p = peers_[r];
-      if (p.out.empty() || p.failed) continue;
-      p.failed = true;
-      p.out.clear();
-      P2pEvent e;
-      e.kind = P2pEvent::Kind::kPeerFailed;
-      e.peer = r;
-      e.reason = "rdgram: cannot send to rank " + std::to_string(r) + ": " + broken_.to_string();
-      events_.push_back(std::move(e));
+      if (p.out.empty()) continue;
+      fail_peer(r, p,
+                "rdgram: cannot send to rank " + std::to_string(r) + ": " + broken_.to_string());
     }
   }
+  if (unfinished_ && now - last_unfinished_ >= kUnfinishedRepeat) say_unfinished(now);
   std::size_t n = 0;
   while (n < out.size() && !events_.empty()) {
     out[n++] = std::move(events_.front());
     events_.pop_front();
   }
   return n;
+}
+
+void DatagramP2p::fail_peer(uint32_t rank, Peer& p, std::string why) {
+  if (p.failed) return;  // one kPeerFailed per peer
+  p.failed = true;
+  p.out.clear();
+  P2pEvent e;
+  e.kind = P2pEvent::Kind::kPeerFailed;
+  e.peer = rank;
+  e.reason = std::move(why);
+  events_.push_back(std::move(e));
+}
+
+void DatagramP2p::depart(bool clean, Nanos /*linger*/) {
+  if (clean || unfinished_) return;
+  unfinished_ = true;
+  say_unfinished(clock_());
+}
+
+void DatagramP2p::say_unfinished(Nanos now) {
+  last_unfinished_ = now;
+  for (uint32_t r = 0; r < cfg_.size; ++r) {
+    if (r == cfg_.rank || peers_[r].failed || !member(r)) continue;
+    std::array<std::byte, kMaxOverhead> b{};
+    Gather g{{control(b, kBye, r, 0, 0, kUnfinished), {}, {}}};
+    for (int c = 0; c < kFinalGoodbyes; ++c)
+      (void)link_->send(r, g);
+  }
 }
 
 void DatagramP2p::release(const RecvView& view) {
@@ -137,8 +164,10 @@ bool DatagramP2p::close_step() {
     // A peer that said goodbye is closing its channel and needs nothing
     // more: what it has not acknowledged it never will (a rank done by
     // multicast may leave before its predecessor's ring copies arrive).
-    // Only closing looks at goodbyes: while the group runs, a forged one
-    // (auth off) cannot stop a delivery.
+    // Only closing looks at plain goodbyes: while the group runs, a forged
+    // one (auth off) cannot stop a delivery. (An unfinished one fails the
+    // peer at once; with auth off a forger could send that, as it could
+    // forge an acknowledgement.)
     done &= p.said_bye || (p.out.empty() && now - p.last_heard >= cfg_.close_quiet);
   }
   // Repeated each step: a goodbye is a datagram and may be lost. The last

@@ -20,7 +20,9 @@
 // anything but kAgain (a broken device is not a slow peer); every later send
 // then fails with the link's error.
 // Closing lingers until everything sent is acknowledged and every peer said
-// goodbye, or fell quiet for close_quiet (close_step).
+// goodbye, or fell quiet for close_quiet (close_step). A rank that leaves
+// with a broadcast unfinished (depart(false)) says so in its goodbye, sent at
+// once and repeated while its channel lives; its peers fail it on receipt.
 // Late and duplicate segments are dropped and re-acknowledged; datagrams of
 // another channel (`channel` differs), malformed or from unknown ranks are
 // counted and dropped.
@@ -116,7 +118,11 @@ class DatagramP2p final : public P2pChannel {
   std::size_t poll(std::span<P2pEvent> out) override;
   void release(const RecvView& view) override;
   void hand_off() override {}
-  void depart(bool, Nanos) override {}
+  /// Unclean (a broadcast unfinished): tells every live member at once, and
+  /// again every kUnfinishedRepeat while the channel lives (a datagram may be
+  /// lost), so they fail this rank instead of waiting for its part. A clean
+  /// departure is the goodbye of close_step.
+  void depart(bool clean, Nanos linger) override;
   /// Whether segments to some peer await acknowledgement (a caller that
   /// stops polling then must keep something polling: see dpdk's channel).
   bool busy() const;
@@ -169,7 +175,9 @@ class DatagramP2p final : public P2pChannel {
   bool authentic(std::span<const std::byte> datagram, uint32_t from);
   /// A goodbye or acknowledgement, sealed when auth is on: `bytes` holds it.
   std::span<const std::byte> control(std::span<std::byte> bytes, uint8_t type, uint32_t to,
-                                     uint64_t cum, uint64_t sack);
+                                     uint64_t cum, uint64_t sack, uint8_t flags = 0);
+  void say_unfinished(Nanos now);
+  void fail_peer(uint32_t rank, Peer& p, std::string why);
 
   void on_datagram(const RecvView& v, Nanos now);
   void accept(Peer& p, uint32_t from, uint8_t flags, std::span<const std::byte> data);
@@ -193,7 +201,9 @@ class DatagramP2p final : public P2pChannel {
   uint64_t sealed_ = 0;  // datagrams this rank tagged: the nonce's counter
   std::vector<Peer> peers_;
   std::deque<P2pEvent> events_;
-  Status broken_;  ///< the link's first hard failure: every later send fails with it
+  Status broken_;            ///< the link's first hard failure: every later send fails with it
+  bool unfinished_ = false;  ///< depart(false): the peers are told, repeatedly
+  Nanos last_unfinished_{0};
   bool broken_reported_ = false;
   std::unordered_map<uint64_t, std::vector<std::byte>> held_;
   uint64_t next_handle_ = 1;

@@ -73,8 +73,8 @@ bool DatagramP2p::authentic(std::span<const std::byte> d, uint32_t from) {
 }
 
 std::span<const std::byte> DatagramP2p::control(std::span<std::byte> b, uint8_t type, uint32_t to,
-                                                uint64_t cum, uint64_t sack) {
-  encode({type, 0, cfg_.rank, to, cfg_.channel, cum, sack}, b.data());
+                                                uint64_t cum, uint64_t sack, uint8_t flags) {
+  encode({type, flags, cfg_.rank, to, cfg_.channel, cum, sack}, b.data());
   if (cfg_.auth) seal(b.first(overhead_));
   return b.first(overhead_);
 }

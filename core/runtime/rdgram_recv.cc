@@ -32,6 +32,11 @@ void DatagramP2p::on_datagram(const RecvView& v, Nanos now) {
   p.last_heard = now;
   if (h.type == kBye) {
     p.said_bye = true;
+    if ((h.flags & kUnfinished) != 0) {
+      fail_peer(
+          h.from, p,
+          "rdgram: rank " + std::to_string(h.from) + " left the group with a broadcast unfinished");
+    }
     return;
   }
   if (h.type == kAck) {

@@ -115,17 +115,12 @@ bool DatagramP2p::probe_tail(uint32_t to, Peer& p, Nanos now) {
 
 void DatagramP2p::check_timers(uint32_t to, Peer& p, Nanos now) {
   if (now - p.last_ack_progress > cfg_.peer_timeout) {
-    p.failed = true;
-    p.out.clear();
-    P2pEvent e;
-    e.kind = P2pEvent::Kind::kPeerFailed;
-    e.peer = to;
-    e.reason =
+    fail_peer(
+        to, p,
         "rdgram: nothing acknowledged for " +
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.peer_timeout).count()) +
-        " ms";
-    events_.push_back(std::move(e));
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.peer_timeout).count()) +
+            " ms");
     return;
   }
   if (probe_tail(to, p, now)) return;

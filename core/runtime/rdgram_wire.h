@@ -14,7 +14,8 @@ namespace ibbcast::rdgram {
 
 constexpr uint8_t kMagic = 0x5D;
 constexpr uint8_t kData = 1, kAck = 2, kBye = 3;
-constexpr uint8_t kLast = 1;  // the segment ends its message
+constexpr uint8_t kLast = 1;        // the segment ends its message
+constexpr uint8_t kUnfinished = 1;  // a goodbye: it leaves with a broadcast unfinished
 constexpr std::size_t kSegHeader = 32;
 // auth=on: byte 3 says so, and the header is followed by the sender's 64-bit
 // datagram counter (the nonce's variable half) and the GMAC tag.
@@ -64,7 +65,8 @@ inline bool decode(std::span<const std::byte> b, SegHeader* h) {
   h->seq = get<uint64_t>(b.data() + 16);
   h->sack = get<uint64_t>(b.data() + 24);
   const std::size_t header = kSegHeader + (h->tagged ? kAuthTrailer : 0);
-  if (h->type == kAck || h->type == kBye) return b.size() == header && h->flags == 0;
+  if (h->type == kAck) return b.size() == header && h->flags == 0;
+  if (h->type == kBye) return b.size() == header && (h->flags & ~kUnfinished) == 0;
   return b.size() >= header && h->type == kData && (h->flags & ~kLast) == 0 && h->sack == 0;
 }
 

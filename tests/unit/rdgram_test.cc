@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "tests/unit/rdgram_link.h"
 
@@ -183,6 +185,36 @@ TEST(Rdgram, BrokenLinkFailsWhatWasInFlightAtOnceAndEverySendAfter) {
   auto again = c.ch[0]->send(1, Gather{{m, {}, {}}}, 0);
   ASSERT_FALSE(again.is_ok());
   EXPECT_EQ(again.status().code(), Errc::kDeviceLost);
+}
+
+// A rank whose group failed on it leaves unfinished and may live on (an MPI
+// program that goes on after the error): its peers must fail it now, not
+// wait for a part that will never come. Its first goodbyes are lost; the
+// repeat gets through.
+TEST(Rdgram, LeavingUnfinishedIsReportedToEveryPeerEvenWhenTheFirstGoodbyesAreLost) {
+  Cluster c(3);
+  c.net->drop_next = 3;  // every copy of the goodbye to rank 0
+  c.ch[1]->depart(false, Nanos(0));
+  std::vector<std::map<uint32_t, std::string>> failed(3);
+  std::array<P2pEvent, 4> ev;
+  for (int step = 0; step < 300; ++step) {  // 300 ms of fake time
+    for (uint32_t r = 0; r < 3; ++r) {
+      for (std::size_t k = c.ch[r]->poll(ev), i = 0; i < k; ++i) {
+        ASSERT_EQ(ev[i].kind, P2pEvent::Kind::kPeerFailed);
+        EXPECT_TRUE(failed[r].emplace(ev[i].peer, ev[i].reason).second) << "reported twice";
+      }
+    }
+    c.now += std::chrono::milliseconds(1);
+  }
+  for (uint32_t r : {0u, 2u}) {
+    ASSERT_EQ(failed[r].size(), 1u) << "rank " << r;
+    EXPECT_NE(failed[r][1].find("left the group with a broadcast unfinished"), std::string::npos)
+        << failed[r][1];
+  }
+  EXPECT_TRUE(failed[1].empty());
+  auto to_leaver = c.ch[0]->send(1, Gather{{message(0, 1, 2), {}, {}}}, 0);
+  ASSERT_FALSE(to_leaver.is_ok());
+  EXPECT_EQ(to_leaver.status().code(), Errc::kPeerFailed);
 }
 
 TEST(Rdgram, ForeignAndMalformedDatagramsAreCountedAndDropped) {
