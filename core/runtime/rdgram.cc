@@ -144,11 +144,15 @@ void DatagramP2p::say_unfinished(Nanos now) {
   last_unfinished_ = now;
   for (uint32_t r = 0; r < cfg_.size; ++r) {
     if (r == cfg_.rank || peers_[r].failed || !member(r)) continue;
-    std::array<std::byte, kMaxOverhead> b{};
-    Gather g{{control(b, kBye, r, 0, 0, kUnfinished), {}, {}}};
-    for (int c = 0; c < kFinalGoodbyes; ++c)
-      (void)link_->send(r, g);
+    say_goodbye(r, kUnfinished, kFinalGoodbyes);
   }
+}
+
+void DatagramP2p::say_goodbye(uint32_t to, uint8_t flags, int copies) {
+  std::array<std::byte, kMaxOverhead> b{};
+  Gather g{{control(b, kBye, to, 0, 0, flags), {}, {}}};
+  for (int c = 0; c < copies; ++c)
+    (void)link_->send(to, g);
 }
 
 void DatagramP2p::release(const RecvView& view) {
@@ -179,10 +183,7 @@ bool DatagramP2p::close_step() {
   for (uint32_t r = 0; r < cfg_.size; ++r) {
     const Peer& p = peers_[r];
     if (r == cfg_.rank || p.failed || !member(r) || (!p.out.empty() && !p.said_bye)) continue;
-    std::array<std::byte, kMaxOverhead> b{};
-    Gather g{{control(b, kBye, r, 0, 0), {}, {}}};
-    for (int c = 0; c < copies; ++c)
-      (void)link_->send(r, g);
+    say_goodbye(r, 0, copies);
   }
   return done;
 }

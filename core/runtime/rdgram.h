@@ -177,6 +177,8 @@ class DatagramP2p final : public P2pChannel {
   std::span<const std::byte> control(std::span<std::byte> bytes, uint8_t type, uint32_t to,
                                      uint64_t cum, uint64_t sack, uint8_t flags = 0);
   void say_unfinished(Nanos now);
+  /// `copies` goodbyes to `to` (unanswered datagrams: lost ones are not resent).
+  void say_goodbye(uint32_t to, uint8_t flags, int copies);
   void fail_peer(uint32_t rank, Peer& p, std::string why);
 
   void on_datagram(const RecvView& v, Nanos now);
