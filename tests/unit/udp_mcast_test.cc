@@ -4,6 +4,9 @@
 // Real sockets on a veth inside a private network namespace (root only).
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -157,6 +160,76 @@ TEST_P(UdpMcast, OversizedDatagramIsRefusedAloneAndEndsABurstAfterOthers) {
   r = tx->send_burst(g);
   ASSERT_TRUE(r) << r.status().to_string();
   EXPECT_EQ(*r, 1u);
+}
+
+// udp_dscp and udp_priority reach the wire: a plain socket joined to the
+// group reads each datagram's TOS byte (IP_RECVTOS), and the sending
+// socket's priority is the one asked, not the one IP_TOS derives from it.
+TEST_P(UdpMcast, MarkedDatagramsCarryTheClassAsked) {
+  const auto [gso, gro] = GetParam();
+  UdpConfig cfg;
+  cfg.interface = "ibv0";
+  cfg.dscp = 46;
+  cfg.priority = 6;
+  auto iface = resolve_interface(cfg);
+  ASSERT_TRUE(iface);
+  const std::string group = "udp4:239.255.9." + std::to_string(20 + gso * 2 + gro) + ":41002";
+  auto g = parse_group(group);
+  ASSERT_TRUE(g);
+  UdpConfig plain = cfg;
+  plain.dscp = plain.priority = 0;
+  auto rx_fd = open_group_socket(plain, *iface, *g);
+  ASSERT_TRUE(rx_fd) << rx_fd.status().to_string();
+  const int on = 1;
+  ASSERT_EQ(::setsockopt(*rx_fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on), 0);
+  auto tx_fd = open_group_socket(cfg, *iface, *g);
+  ASSERT_TRUE(tx_fd) << tx_fd.status().to_string();
+  int prio = -1;
+  socklen_t len = sizeof prio;
+  ASSERT_EQ(::getsockopt(*tx_fd, SOL_SOCKET, SO_PRIORITY, &prio, &len), 0);
+  EXPECT_EQ(prio, 6);
+  McastOptions o;
+  o.max_datagram = 1472;
+  o.gso = gso;
+  o.gro = gro;
+  auto tx = make_mcast_socket(*tx_fd, *g, o, std::make_shared<WaitSet>());
+  const auto frames = make_frames(3, o.max_datagram);
+  std::vector<Gather> gathers;
+  for (const auto& f : frames)
+    gathers.push_back(Gather{{f.header, f.payload, f.trailer}});
+  auto sent = tx->send_burst(gathers);
+  ASSERT_TRUE(sent) << sent.status().to_string();
+  ASSERT_EQ(*sent, frames.size());
+
+  std::size_t got = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (got < frames.size() && std::chrono::steady_clock::now() < deadline) {
+    std::vector<std::byte> buf(2048);
+    alignas(cmsghdr) std::array<char, 64> control{};
+    iovec iov{buf.data(), buf.size()};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control.data();
+    m.msg_controllen = control.size();
+    const ssize_t n = ::recvmsg(*rx_fd, &m, 0);
+    if (n < 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    buf.resize(static_cast<std::size_t>(n));
+    EXPECT_EQ(buf, frames[got].joined()) << "datagram " << got;
+    int tos = -1;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+        tos = *reinterpret_cast<const unsigned char*>(CMSG_DATA(c));
+      }
+    }
+    EXPECT_EQ(tos, 46 << 2) << "datagram " << got;
+    ++got;
+  }
+  EXPECT_EQ(got, frames.size());
+  ::close(*rx_fd);
 }
 
 INSTANTIATE_TEST_SUITE_P(GsoGro, UdpMcast, ::testing::Combine(::testing::Bool(), ::testing::Bool()),

@@ -303,4 +303,21 @@ TEST(UdpGroup, CheckedWhenReadWithTheReason) {
   EXPECT_EQ(cfg.value().group, "udp6:[ff15::1:2]:40000");
 }
 
+TEST(UdpClass, DscpAndPriorityInRangeOrRefusedWithTheRange) {
+  Config<udp::UdpConfig> cfg("udp", udp::udp_config_table());
+  EXPECT_EQ(cfg.value().dscp, 0u);
+  EXPECT_EQ(cfg.value().priority, 0u);
+  for (const auto& [key, bad, why] :
+       {std::tuple{"udp_dscp", "64", "0..63"}, std::tuple{"udp_priority", "16", "0..15"},
+        std::tuple{"udp_dscp", "ef", "number"}}) {
+    Status st = cfg.set(key, bad, ConfigOrigin::kFlag);
+    EXPECT_EQ(st.code(), Errc::kInvalidArgument) << key << "=" << bad;
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+  }
+  ASSERT_TRUE(cfg.set("udp_dscp", "46", ConfigOrigin::kEnv));
+  ASSERT_TRUE(cfg.set("udp_priority", "6", ConfigOrigin::kEnv));
+  EXPECT_EQ(cfg.value().dscp, 46u);
+  EXPECT_EQ(cfg.value().priority, 6u);
+}
+
 }  // namespace ibbcast

@@ -20,6 +20,8 @@ struct UdpConfig {
   std::string group;            ///< fixed group "udp4:A.B.C.D:PORT"; "" = random per group
   bool gso = true;              ///< send trains of datagrams as one UDP GSO send
   bool gro = true;              ///< receive trains as one buffer (UDP_GRO)
+  uint32_t priority = 0;        ///< SO_PRIORITY of the multicast sends; 0 = the kernel's default
+  uint32_t dscp = 0;            ///< DSCP of the multicast datagrams (IP_TOS / IPV6_TCLASS)
 };
 
 std::span<const ConfigField<UdpConfig>> udp_config_table();

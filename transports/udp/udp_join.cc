@@ -74,6 +74,20 @@ Result<int> open_group_socket(const UdpConfig& cfg, const Interface& iface,
     set(fd, IPPROTO_IP, IP_MULTICAST_TTL, static_cast<int>(cfg.ttl));
     set(fd, IPPROTO_IP, IP_MULTICAST_LOOP, loop);
   }
+  // The class before the priority: setting IP_TOS also sets the socket's
+  // priority from the TOS bits, which would undo udp_priority.
+  if (cfg.dscp != 0) {
+    const int tos = static_cast<int>(cfg.dscp << 2);
+    if ((group.ipv6 ? set(fd, IPPROTO_IPV6, IPV6_TCLASS, tos) : set(fd, IPPROTO_IP, IP_TOS, tos)) !=
+        0) {
+      return fail(fd, Errc::kInvalidArgument, "udp_dscp " + std::to_string(cfg.dscp), errno, "");
+    }
+  }
+  if (cfg.priority != 0 && set(fd, SOL_SOCKET, SO_PRIORITY, static_cast<int>(cfg.priority)) != 0) {
+    const int e = errno;
+    return fail(fd, Errc::kInvalidArgument, "udp_priority " + std::to_string(cfg.priority), e,
+                e == EPERM ? "above 6 needs CAP_NET_ADMIN" : "");
+  }
   return fd;
 }
 
