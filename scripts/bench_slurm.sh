@@ -11,7 +11,8 @@
 #     UCX); the MPIs' own broadcasts come from Open MPI over UCX, Open MPI
 #     over its TCP BTL (ob1) and MPICH.
 #  2. T(p nodes), one rank per node, p in TP_NODES: `ibbcast bench`
-#     (max over ranks) of two-stage.
+#     (max over ranks) of two-stage; on shaped links a second time with
+#     the multicast marked EF on links that queue EF first (ibbcast_tp_ef).
 #  3. The thesis's per-node method: `ibbcast bench` of node-aware two-stage
 #     at NODES x 1 and NODES x the largest PPN, each rank timed on its own
 #     against the root (a ping-pong's half taken off); the row is the slowest
@@ -19,8 +20,8 @@
 #
 # CSV on stdout: nodes,ppn,impl,size,median_us,p90_us with impl one of
 # ibbcast_node_aware, ibbcast_flat, openmpi_ucx, openmpi_tcp, mpich,
-# ibbcast_tp (part 2) and ibbcast_per_node (part 3, no p90); then the ratios
-# the issue's targets name, as comments.
+# ibbcast_tp, ibbcast_tp_ef (part 2) and ibbcast_per_node (part 3, no p90);
+# then the ratios the issue's targets name, as comments.
 # Progress on stderr. Needs root; about 20 minutes with the defaults.
 # Usage: scripts/bench_slurm.sh BUILD_DIR
 #   NODES (4), PPN ("1 2 4"), SIZES ("1 4k 64k 1m 16m"), ITERATIONS (8),
@@ -118,12 +119,30 @@ for ppn in $ppns; do
   done
 done
 
-for p in $tp_nodes; do
-  echo "bench_slurm: T(p) at $p nodes x 1" >&2
-  out=$(srun -N"$p" --mpi=pmix --export=ALL,UCX_TLS=tcp "$bin" bench --udp-interface eth0 \
-    --max-only --algorithms two_stage --sizes "${tp_sizes// /,}" --iterations $((iterations * 3)) 2>&1)
-  awk -F, -v p="$p" '$1 == "two_stage" && $5 == "max_over_ranks" {print p ",1,ibbcast_tp," $2 "," $7 "," $8}' <<<"$out"
-  grep -q '^two_stage,' <<<"$out" || { echo "bench_slurm: T(p) at $p nodes failed:" >&2; tail -5 <<<"$out" >&2; fails=1; }
+# T(p) twice: on the plain shaped links, then (shaped links only) with the
+# multicast marked EF (udp_dscp 46) on links that queue EF first, as a
+# switch's strict-priority class does: stage 2's copies then yield the link
+# to the datagrams instead of sharing it (docs/benchmarks.md).
+tp_runs="plain"
+[[ $rate == off ]] || tp_runs="plain ef"
+for tp_run in $tp_runs; do
+  impl=ibbcast_tp mark=""
+  if [[ $tp_run == ef ]]; then
+    "$C" shape "$prefix" "$rate" --ef-first >&2 || exit 1
+    impl=ibbcast_tp_ef mark=,IBBCAST_UDP_DSCP=46
+  fi
+  for p in $tp_nodes; do
+    echo "bench_slurm: T(p) at $p nodes x 1 ($tp_run)" >&2
+    out=$(srun -N"$p" --mpi=pmix --export=ALL,UCX_TLS=tcp$mark "$bin" bench --udp-interface eth0 \
+      --max-only --algorithms two_stage --sizes "${tp_sizes// /,}" --iterations $((iterations * 3)) 2>&1)
+    awk -F, -v p="$p" -v impl="$impl" '$1 == "two_stage" && $5 == "max_over_ranks" {
+      print p ",1," impl "," $2 "," $7 "," $8 }' <<<"$out"
+    grep -q '^two_stage,' <<<"$out" || { echo "bench_slurm: T(p) at $p nodes failed:" >&2; tail -5 <<<"$out" >&2; fails=1; }
+  done
+  if [[ $tp_run == ef ]]; then
+    echo "bench_slurm: the switch queued $("$C" efbytes "$prefix") bytes of EF frames first" >&2
+    "$C" shape "$prefix" "$rate" >&2 || exit 1
+  fi
 done
 
 top=${ppns##* }
@@ -164,10 +183,11 @@ for s in sorted({k[3] for k in t if k[2] == "ibbcast_per_node"}):
     one, many = t.get((n, 1, "ibbcast_per_node", s)), t.get((n, top, "ibbcast_per_node", s))
     if one and many:
         say(f"per-node method, T({n}x{top})/T({n}x1) node-aware, {s} B: {many / one:.2f}")
-for s in sorted({k[3] for k in t if k[2] == "ibbcast_tp"}):
-    ps = sorted(k[0] for k in t if k[2] == "ibbcast_tp" and k[3] == s)
-    if len(ps) > 1:
-        lo, hi = t[(ps[0], 1, "ibbcast_tp", s)], t[(ps[-1], 1, "ibbcast_tp", s)]
-        say(f"T({ps[-1]} nodes)/T({ps[0]} nodes), one rank per node, {s} B: {hi / lo:.2f}")
+for impl, how in (("ibbcast_tp", ""), ("ibbcast_tp_ef", ", multicast queued first (EF)")):
+    for s in sorted({k[3] for k in t if k[2] == impl}):
+        ps = sorted(k[0] for k in t if k[2] == impl and k[3] == s)
+        if len(ps) > 1:
+            lo, hi = t[(ps[0], 1, impl, s)], t[(ps[-1], 1, impl, s)]
+            say(f"T({ps[-1]} nodes)/T({ps[0]} nodes), one rank per node{how}, {s} B: {hi / lo:.2f}")
 PY
 exit $fails

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # srun on a Slurm cluster of namespace nodes (tests/support/slurm_cluster.sh):
 # `ibbcast run` with two ranks per node (PMIx), again on links shaped to
-# 200 Mbit/s (the wire then sets a lower bound), `bench` and `stage` (into each
+# 200 Mbit/s (the wire then sets a lower bound) and with the multicast marked
+# EF on links that queue EF first, `bench` and `stage` (into each
 # node's own /tmp), and the MPI adapter preloaded
 # into an unmodified Open MPI program (--mpi=pmix) and an MPICH one
 # (--mpi=pmi2), one rank per node. Every rank checks every byte; the MPI
@@ -37,13 +38,27 @@ grep -Eq '^ +5 two_stage +on ' <<<"$out" || fail "ibbcast run: rank 5 did not ru
 # Links shaped to 200 Mbit/s both ways: 1 MiB cannot arrive in less than
 # the wire's (1 MiB - tbf's 32 KiB burst) / 200 Mbit/s = 40.6 ms, so a
 # median under 38 ms means the shaping did not hold.
-"$C" shape "$prefix" 200mbit || fail "cannot shape the links"
+# The links also queue DSCP EF frames first (--ef-first): unmarked, nothing
+# goes ahead; with udp_dscp 46 every multicast datagram does, and the
+# two-stage broadcast still delivers every byte.
+"$C" shape "$prefix" 200mbit --ef-first || fail "cannot shape the links"
 out=$(srun -N"$nodes" --mpi=pmix --export=ALL,UCX_TLS=tcp "$bin" run --udp-interface eth0 --size 1m --iterations 3)
+ef_plain=$("$C" efbytes "$prefix")
+out_ef=$(srun -N"$nodes" --mpi=pmix --export=ALL,UCX_TLS=tcp,IBBCAST_UDP_DSCP=46 "$bin" run \
+  --udp-interface eth0 --size 1m --iterations 3 --algorithm two_stage)
+ef_marked=$("$C" efbytes "$prefix")
 "$C" shape "$prefix" off
 grep -q '^PASS: every rank holds' <<<"$out" || fail "ibbcast run on shaped links: $(tail -3 <<<"$out")"
 slowest=$(awk '$1 ~ /^[0-9]+$/ && NF >= 9 {print int($4)}' <<<"$out" | sort -n | tail -1)
 echo "shaped to 200 Mbit/s: 1 MiB, slowest rank's median ${slowest} us"
 [[ -n $slowest && $slowest -ge 38000 ]] || fail "1 MiB in ${slowest} us on 200 Mbit/s links: not shaped"
+grep -q '^PASS: every rank holds' <<<"$out_ef" || fail "ibbcast run marked EF: $(tail -3 <<<"$out_ef")"
+# 3 broadcasts of 1 MiB, each to 2 ports (bytes: a GSO train crosses the
+# bridge as one frame).
+echo "EF bytes queued first: $ef_plain unmarked, $((ef_marked - ef_plain)) with udp_dscp 46"
+[[ $ef_plain == 0 ]] || fail "$ef_plain bytes went first without udp_dscp"
+((ef_marked - ef_plain >= 3 * 2 * 1048576)) ||
+  fail "udp_dscp 46: only $((ef_marked - ef_plain)) bytes queued first for 3 broadcasts of 1 MiB to 2 ranks"
 
 # bench: one CSV row per algorithm and size, from rank 0 (a header, then rows).
 out=$(srun -N"$nodes" --mpi=pmix --export=ALL,UCX_TLS=tcp "$bin" bench --udp-interface eth0 \

@@ -13,8 +13,12 @@
 #   netns_fabric.sh dup PREFIX PERCENT [HOST]        duplicate PERCENT % of the multicast frames
 #                                                    sent out of HOST's port (or every port)
 #   netns_fabric.sh clear PREFIX             remove every fault rule
-#   netns_fabric.sh shape PREFIX RATE|off    every link at RATE (tc tbf, e.g. 200mbit) both ways:
-#                                            on each host's eth0 (egress) and its bridge port
+#   netns_fabric.sh shape PREFIX RATE|off [--ef-first]
+#                                            every link at RATE (tc tbf, e.g. 200mbit) both ways:
+#                                            on each host's eth0 (egress) and its bridge port;
+#                                            --ef-first: each link end a switch's strict-priority
+#                                            queue for DSCP EF (46) frames, ahead of all others
+#   netns_fabric.sh efbytes PREFIX           print the bytes of EF frames the bridge queued first so far
 #   netns_fabric.sh mtu PREFIX MTU           MTU of every host's eth0, bridge port and the bridge
 #   netns_fabric.sh exec PREFIX HOST -- CMD...       run CMD in HOST's namespace
 #   netns_fabric.sh addr PREFIX HOST [--ipv6]        print HOST's address (no prefix length)
@@ -378,7 +382,10 @@ cmd_clear() {
   local sw
   check_prefix "$1"
   sw=$(sw_ns "$1")
-  ip netns exec "$sw" nft flush ruleset
+  local t
+  for t in "bridge ibfault" "netdev ibdup"; do
+    ip netns exec "$sw" nft delete table $t 2>/dev/null || true
+  done
 }
 
 # The hosts of a fabric: every PREFIX-h<i> namespace.
@@ -387,19 +394,55 @@ host_indices() {
 }
 
 cmd_shape() {
-  (($# == 2)) || usage
-  local prefix=$1 rate=$2 i sw
+  (($# == 2 || $# == 3)) || usage
+  local prefix=$1 rate=$2 ef=0 i sw
+  if (($# == 3)); then
+    [[ $3 == --ef-first ]] || usage
+    ef=1
+  fi
   check_prefix "$prefix"
   sw=$(sw_ns "$prefix")
   [[ $rate == off || $rate =~ ^[0-9]+[kmg]?bit$ ]] || die "bad RATE '$rate' (e.g. 200mbit, or off)"
+  ip netns exec "$sw" nft delete table bridge ibclass 2>/dev/null || true
   for i in $(host_indices "$prefix"); do
     tc -n "$prefix-h$i" qdisc del dev "$IFNAME" root 2>/dev/null || true
     tc -n "$sw" qdisc del dev "$prefix-p$i" root 2>/dev/null || true
+    ip netns exec "$prefix-h$i" nft delete table inet ibclass 2>/dev/null || true
     [[ $rate == off ]] && continue
     # A burst of 32 KiB and 100 ms of queue: labs.md §4's shape of a shared switch.
-    tc -n "$prefix-h$i" qdisc add dev "$IFNAME" root tbf rate "$rate" burst 32kb latency 100ms
-    tc -n "$sw" qdisc add dev "$prefix-p$i" root tbf rate "$rate" burst 32kb latency 100ms
+    tc -n "$prefix-h$i" qdisc add dev "$IFNAME" root handle 1: tbf rate "$rate" burst 32kb latency 100ms
+    tc -n "$sw" qdisc add dev "$prefix-p$i" root handle 1: tbf rate "$rate" burst 32kb latency 100ms
+    ((ef)) || continue
+    # Strict priority inside the shaper: pfifo_fast sends its band 0 (priority 6) first. The
+    # priority comes from the frame's DSCP, as a switch's classifier takes it; it does not
+    # survive a veth, so each end sets it again.
+    tc -n "$prefix-h$i" qdisc add dev "$IFNAME" parent 1:1 handle 2: pfifo_fast
+    tc -n "$sw" qdisc add dev "$prefix-p$i" parent 1:1 handle 2: pfifo_fast
+    nft_sw "$prefix-h$i" <<'NFT'
+add table inet ibclass
+add chain inet ibclass out { type filter hook output priority 0; policy accept; }
+add rule inet ibclass out ip dscp ef meta priority set 0:6
+add rule inet ibclass out ip6 dscp ef meta priority set 0:6
+NFT
   done
+  if ((ef)) && [[ $rate != off ]]; then
+    nft_sw "$sw" <<'NFT'
+add table bridge ibclass
+add chain bridge ibclass fwd_ef { type filter hook forward priority 0; policy accept; }
+add rule bridge ibclass fwd_ef ip dscp ef counter meta priority set 0:6
+add rule bridge ibclass fwd_ef ip6 dscp ef counter meta priority set 0:6
+NFT
+  fi
+}
+
+cmd_efbytes() {
+  (($# == 1)) || usage
+  check_prefix "$1"
+  local sw
+  sw=$(sw_ns "$1")
+  ip netns exec "$sw" nft list chain bridge ibclass fwd_ef 2>/dev/null |
+    awk '/counter packets/ { for (i = 1; i < NF; ++i) if ($i == "bytes") n += $(i + 1) }
+         END { print n + 0 }'
 }
 
 cmd_mtu() {
@@ -461,8 +504,8 @@ cmd_subnet() {
 sub=$1
 shift
 case $sub in
-  up | down | loss | rawloss | rawcount | partition | heal | dup | clear | shape | mtu | exec | addr | ifname | \
-    subnet) ;;
+  up | down | loss | rawloss | rawcount | partition | heal | dup | clear | shape | efbytes | mtu | exec | \
+    addr | ifname | subnet) ;;
   -h | --help | help) usage ;;
   *) echo "$prog: unknown subcommand '$sub'" >&2; usage ;;
 esac

@@ -7,8 +7,10 @@
 #                                             (default 8); slurmctld and munged of their own
 #   slurm_cluster.sh run PREFIX -- CMD...     CMD where srun reaches the cluster (the switch's
 #                                             namespace, SLURM_CONF set): `... run P -- srun -N3 hostname`
-#   slurm_cluster.sh shape PREFIX RATE|off    every node's link at RATE both ways (tc tbf,
+#   slurm_cluster.sh shape PREFIX RATE|off [--ef-first]
+#                                             every node's link at RATE both ways (tc tbf,
 #                                             e.g. 200mbit), as netns_fabric.sh shape
+#   slurm_cluster.sh efbytes PREFIX           as netns_fabric.sh efbytes
 #   slurm_cluster.sh down PREFIX              stop every daemon and job, remove the fabric
 #                                             and the cluster's files
 #
@@ -191,7 +193,8 @@ case ${1-} in
   up) shift; cmd_up "$@" ;;
   run) shift; (($# >= 1)) || usage; cmd_run "$@" ;;
   down) shift; cmd_down "$@" ;;
-  shape) shift; (($# == 2)) || usage; "$F" shape "$@" ;;
+  shape) shift; (($# == 2 || $# == 3)) || usage; "$F" shape "$@" ;;
+  efbytes) shift; (($# == 1)) || usage; "$F" efbytes "$@" ;;
   node-main) shift; node_main "$@" ;;
   *) usage ;;
 esac
