@@ -60,6 +60,7 @@ void UdQueue::deland(uint64_t s, uint32_t total) {
 Status UdQueue::flush_receives() {
   reap_sends();
   flushing_ = true;
+  flushed_below_ = posted_;
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_ERR;
   if (ibv_modify_qp(qp_, &a, IBV_QP_STATE) != 0) {

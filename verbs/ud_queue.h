@@ -90,7 +90,8 @@ class UdQueue {
   RecvView view_of(const ibv_wc& wc);
   void reap_sends();
   /// Posts a zero-byte datagram to this queue itself when sends are
-  /// outstanding and none has completed for kStallKick (ud_send.cc says why).
+  /// outstanding and none has completed for kStallKick (ud_send.cc says why);
+  /// flushes and restarts the queue when that has not helped for kStallReset.
   void kick_if_stalled();
   static constexpr std::size_t kMaxChain = 64;
   struct Wr {
@@ -135,15 +136,17 @@ class UdQueue {
   LandingZone zone_{};
   uint32_t zone_lkey_ = 0;
   bool zone_open_ = false;
-  uint32_t zone_posted_ = 0;   ///< places given a request
-  uint32_t zone_settled_ = 0;  ///< places whose datagram was handed out and released
-  bool flushing_ = false;      ///< send completions flushed by the QP reset are expected
+  uint32_t zone_posted_ = 0;    ///< places given a request
+  uint32_t zone_settled_ = 0;   ///< places whose datagram was handed out and released
+  bool flushing_ = false;       ///< send completions flushed by the QP reset are expected
+  uint64_t flushed_below_ = 0;  ///< sends numbered below were posted before the last flush
 
   uint64_t posted_ = 0;                 ///< sends posted
   uint64_t completed_ = 0;              ///< sends known complete (through signaled ones)
   ibv_ah* self_ah_ = nullptr;           ///< to this queue: where a kick goes
   uint64_t stall_mark_ = ~uint64_t{0};  ///< completed_ when the current wait began
   std::chrono::steady_clock::time_point stall_since_{};
+  std::chrono::steady_clock::time_point kicked_at_{};
   std::string send_failure_;
   std::vector<ibv_wc> stash_;  ///< completions polled by arm() and not yet handed out
   std::size_t lent_ = 0;

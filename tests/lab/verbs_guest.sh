@@ -13,7 +13,8 @@
 #   30 s, ok or with peer_failed/timed_out, and rank 2, which depends on it
 #   under loss, must not complete), bench-verbs / bench-verbs-ud /
 #   bench-udp (ibbcast bench CSV to IBBCAST_LAB_OUT), cycles-N (the leak
-#   check alone over N group create/free cycles: issue 9's long runs)
+#   check alone over N group create/free cycles: issue 9's long runs), queue
+#   (a stopped UD send queue is restarted: tests/lab/verbs_queue_check.cc)
 set -uo pipefail
 build=$1
 shift
@@ -87,6 +88,15 @@ for step in "$@"; do
     algorithms-ud)
       IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*EveryAlgorithm*:*Authenticated*' ;;
     udp) IBBCAST_TRANSPORT=udp conformance "$step" udp '*' ;;
+    queue)
+      # One process, two UD queues on this guest's device (no bootstrap).
+      out=$("$build/tests/verbs_queue_check" --gtest_color=no 2>&1)
+      echo "$out"
+      if grep -qF '[  PASSED  ] 1 test' <<<"$out" && ! grep -qE 'SKIPPED|FAILED' <<<"$out"; then
+        step_ok "$step"
+      else
+        step_fail "$step" "verbs_queue_check"
+      fi ;;
     cycles-*)
       IBBCAST_TRANSPORT=verbs IBBCAST_TEST_CYCLES=${step#cycles-} conformance "$step" verbs \
         '*GroupCycles*' ;;
