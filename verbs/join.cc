@@ -105,6 +105,9 @@ Result<std::unique_ptr<Membership>> Membership::join(const Device& dev, const st
   if (dev.config().gid_index >= 0) {
     m->ud_.ah_attr.grh.sgid_index = static_cast<uint8_t>(dev.config().gid_index);
   }
+  if (dev.config().traffic_class != 0) {
+    m->ud_.ah_attr.grh.traffic_class = static_cast<uint8_t>(dev.config().traffic_class);
+  }
   return m;
 }
 

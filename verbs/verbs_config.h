@@ -41,6 +41,9 @@ struct VerbsConfig {
   std::string reliable = "ucx";
   /// A "ud" channel peer that acknowledges nothing for this long has failed.
   std::chrono::nanoseconds peer_timeout = std::chrono::seconds(10);
+  /// GRH traffic class of the multicast datagrams (RoCE v2: the IP TOS byte,
+  /// DSCP << 2); 0 = what the join gave.
+  uint32_t traffic_class = 0;
 };
 
 std::span<const ConfigField<VerbsConfig>> verbs_config_table();

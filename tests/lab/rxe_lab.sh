@@ -15,7 +15,8 @@
 # returned 0; any other outcome prints "FAIL: <reason>" and exits non-zero.
 #
 # Usage: rxe_lab.sh run [--guests N] [--loss PCT] [--loss-all PCT] [--mem MB]
-#                       [--mtu BYTES] [--timeout S] [--out DIR] -- COMMAND [ARGS...]
+#                       [--mtu BYTES] [--timeout S] [--out DIR] [--expect-ef]
+#                       -- COMMAND [ARGS...]
 #   --guests N      guests (default 2), addresses 10.X.Y.1 .. 10.X.Y.N/24
 #   --loss PCT      drop PCT % of the RoCE v2 multicast (UDP 4791 to 224/4)
 #                   leaving each bridge port, independently per port
@@ -27,16 +28,18 @@
 #   --out DIR       keep the run directory there: consoles, logs, rc files,
 #                   out-<rank>/ (without it the run directory is removed,
 #                   except after a failure)
+#   --expect-ef     fail unless the command's RoCE v2 multicast crossed the
+#                   bridge, every frame of it marked DSCP EF (verbs_traffic_class)
 # Environment: IBBCAST_LAB_CACHE (default /var/cache/ibbcast-rxe-lab) holds
 # the kernel ELF and initramfs, built once per kernel (rxe_images.sh);
 # IBBCAST_LAB_KERNEL_ARGS is appended to the guests' kernel command line
 # (e.g. "loglevel=7" to see the boot on the consoles).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ ${1:-} == run ]] || usage
 shift
-guests=2 loss=0 loss_all=0 mem=768 mtu=1500 timeout=600 out=""
+guests=2 loss=0 loss_all=0 mem=768 mtu=1500 timeout=600 out="" expect_ef=0
 need_num() { # option value min max
   if [[ ! $2 =~ ^[0-9]+$ ]] || (($2 < $3 || $2 > $4)); then
     echo "rxe_lab.sh: $1 wants a number in $3..$4, got '$2'" >&2
@@ -52,6 +55,7 @@ while [[ $# -gt 0 ]]; do
     --mtu) need_num "$1" "${2:-}" 576 9000; mtu=$2; shift 2 ;;
     --timeout) need_num "$1" "${2:-}" 1 86400; timeout=$2; shift 2 ;;
     --out) [[ -n ${2:-} ]] || usage; out=$(realpath -m "$2"); shift 2 ;;
+    --expect-ef) expect_ef=1; shift ;;
     --) shift; break ;;
     -h | --help) usage ;;
     *) echo "rxe_lab.sh: unknown option $1" >&2; exit 2 ;;
@@ -65,7 +69,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 [[ $(id -u) -eq 0 ]] || fail "the Soft-RoCE lab needs root (network namespace, taps)"
 command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
 command -v ip >/dev/null || fail "ip missing (apt-get install iproute2)"
-((loss + loss_all == 0)) || command -v nft >/dev/null || fail "nft missing for --loss (apt-get install nftables)"
+((loss + loss_all + expect_ef == 0)) || command -v nft >/dev/null ||
+  fail "nft missing for --loss or --expect-ef (apt-get install nftables)"
 [[ -c /dev/net/tun ]] || fail "/dev/net/tun missing: no taps"
 images=$("$here/rxe_images.sh" "${IBBCAST_LAB_CACHE:-/var/cache/ibbcast-rxe-lab}" 2>&1) ||
   fail "guest images: $images"
@@ -238,6 +243,18 @@ $rules  }
 NFT
   echo "rxe lab: dropping RoCE v2 frames per port: multicast $loss %, all $loss_all %"
 fi
+# Every RoCE v2 multicast frame between ports, and those marked EF (DSCP 46).
+if ((expect_ef)); then
+  ip netns exec "$ns" nft -f - <<NFT || fail "nft rules in $ns"
+table bridge ibbclass {
+  chain count {
+    type filter hook forward priority 0; policy accept;
+    ip daddr 224.0.0.0/4 udp dport 4791 counter comment "mcast"
+    ip daddr 224.0.0.0/4 udp dport 4791 ip dscp ef counter comment "ef"
+  }
+}
+NFT
+fi
 touch "$run/go"
 go_ms=$(elapsed_ms)
 
@@ -275,6 +292,20 @@ done
 if ((loss > 0 || loss_all > 0)); then
   echo "rxe lab: frames dropped per port: $(ip netns exec "$ns" nft list table bridge ibbloss |
     sed -n 's/.*oifname "\(tap[0-9]*\)".*packets \([0-9]*\).*comment "\([a-z]*\)".*/\1(\3)=\2/p' | tr '\n' ' ')"
+fi
+if ((expect_ef)); then
+  counts=$(ip netns exec "$ns" nft list table bridge ibbclass |
+    sed -n 's/.*packets \([0-9]*\).*comment "\([a-z]*\)".*/\2=\1/p' | tr '\n' ' ')
+  mc=$(sed -n 's/.*mcast=\([0-9]*\).*/\1/p' <<<"$counts")
+  ef=$(sed -n 's/.*ef=\([0-9]*\).*/\1/p' <<<"$counts")
+  echo "rxe lab: RoCE v2 multicast frames across the bridge: ${mc:-0}, marked EF: ${ef:-0}"
+  if ((${mc:-0} == 0)); then
+    echo "FAIL: --expect-ef: no RoCE v2 multicast crossed the bridge"
+    rc=1
+  elif ((${ef:-0} != mc)); then
+    echo "FAIL: --expect-ef: $((mc - ${ef:-0})) of $mc RoCE v2 multicast frames not marked EF"
+    rc=1
+  fi
 fi
 printf 'rxe lab: command ran %d.%01d s, total %d s: %s\n' $((run_ms / 1000)) $((run_ms % 1000 / 100)) \
   "$(elapsed)" "$( ((rc == 0)) && echo "every guest passed" || echo "FAILED")"

@@ -14,7 +14,8 @@
 #   under loss, must not complete), bench-verbs / bench-verbs-ud /
 #   bench-udp (ibbcast bench CSV to IBBCAST_LAB_OUT), cycles-N (the leak
 #   check alone over N group create/free cycles: issue 9's long runs), queue
-#   (a stopped UD send queue is restarted: tests/lab/verbs_queue_check.cc)
+#   (a stopped UD send queue is restarted: tests/lab/verbs_queue_check.cc),
+#   run-ef (ibbcast run with verbs_traffic_class 184, for rxe_lab.sh --expect-ef)
 set -uo pipefail
 build=$1
 shift
@@ -100,6 +101,13 @@ for step in "$@"; do
     cycles-*)
       IBBCAST_TRANSPORT=verbs IBBCAST_TEST_CYCLES=${step#cycles-} conformance "$step" verbs \
         '*GroupCycles*' ;;
+    run-ef)
+      # The datagrams marked EF (rxe_lab.sh --expect-ef checks the wire).
+      out=$(IBBCAST_VERBS_TRAFFIC_CLASS=184 "$build/tools/ibbcast" run --transport verbs \
+        --algorithm two_stage --size 1m --iterations 3 2>&1)
+      st=$?
+      echo "$out"
+      [[ $st -eq 0 ]] && step_ok "$step" || step_fail "$step" "ibbcast run exit $st" ;;
     run | run-ud | run-inplace | run-closed)
       [[ $step == run-ud ]] && export IBBCAST_VERBS_RELIABLE=ud
       out=$("$build/tools/ibbcast" run --transport verbs --algorithm two_stage --size 1m \
