@@ -64,9 +64,6 @@ class Device {
   /// every queue of the device: the multicast channels' and the UD channel's.
   void count_send_kick() { send_kicks_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t send_kicks() const { return send_kicks_.load(std::memory_order_relaxed); }
-  /// Stalled send queues that kicks did not wake, flushed and restarted.
-  void count_send_reset() { send_resets_.fetch_add(1, std::memory_order_relaxed); }
-  uint64_t send_resets() const { return send_resets_.load(std::memory_order_relaxed); }
 
  private:
   explicit Device(const VerbsConfig& cfg) : cfg_(cfg) {}
@@ -93,7 +90,6 @@ class Device {
   mutable std::mutex regions_mu_;
   std::vector<UserRegion> regions_;  ///< few: one per broadcast in flight
   std::atomic<uint64_t> send_kicks_{0};
-  std::atomic<uint64_t> send_resets_{0};
 };
 
 /// "why no device" for the user: no devices at all, rdma_rxe loaded without a

@@ -90,8 +90,7 @@ class UdQueue {
   RecvView view_of(const ibv_wc& wc);
   void reap_sends();
   /// Posts a zero-byte datagram to this queue itself when sends are
-  /// outstanding and none has completed for kStallKick (ud_send.cc says why);
-  /// flushes and restarts the queue when that has not helped for kStallReset.
+  /// outstanding and none has completed for kStallKick (ud_send.cc says why).
   void kick_if_stalled();
   static constexpr std::size_t kMaxChain = 64;
   struct Wr {
@@ -146,7 +145,6 @@ class UdQueue {
   ibv_ah* self_ah_ = nullptr;           ///< to this queue: where a kick goes
   uint64_t stall_mark_ = ~uint64_t{0};  ///< completed_ when the current wait began
   std::chrono::steady_clock::time_point stall_since_{};
-  std::chrono::steady_clock::time_point kicked_at_{};
   std::string send_failure_;
   std::vector<ibv_wc> stash_;  ///< completions polled by arm() and not yet handed out
   std::size_t lent_ = 0;

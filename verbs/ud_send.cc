@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/runtime/log.h"
 #include "verbs/ud_queue.h"
 
 namespace ibbcast::verbs {
@@ -19,9 +18,8 @@ void UdQueue::reap_sends() {
       // Completions come in posting order; a signaled one retires every
       // unsignaled send before it.
       completed_ = std::max(completed_, wc[i].wr_id + 1);
-      // A QP reset of ours (a landing zone's, a stalled queue's) flushes
-      // unsent datagrams: lost, as on the fabric. Their completions may
-      // come after the queue is back in RTS.
+      // A zone's QP reset flushes unsent datagrams: lost, as on the fabric.
+      // Their completions may come after the queue is back in RTS.
       if (wc[i].status == IBV_WC_WR_FLUSH_ERR && (flushing_ || wc[i].wr_id < flushed_below_)) {
         continue;
       }
@@ -43,43 +41,17 @@ void UdQueue::reap_sends() {
 // datagram to itself (dropped on arrival as our own), once per kStallKick
 // while completions stay away. A NIC whose ring is really full refuses it
 // with ENOMEM, harmlessly.
-//
-// A rarer stall outlasts the kicks (seen once in about 130 lab runs: 51,000
-// kicks in a minute, no completion, receives still working). After
-// kStallReset the queue is flushed (QP to error, reset, back to RTS, as a
-// landing zone does) and its receives reposted: the datagrams still in the
-// ring are lost, as on the fabric, and the reliable channel resends them.
-// On a real NIC no completion for that long means a dead port, where the
-// reset changes nothing and the peers' timeout decides. Not while a landing
-// zone is open: its requests would go with the flush.
 constexpr auto kStallKick = std::chrono::milliseconds(1);
-constexpr auto kStallReset = std::chrono::milliseconds(50);
 
 void UdQueue::kick_if_stalled() {
   const auto now = std::chrono::steady_clock::now();
   if (posted_ == completed_ || completed_ != stall_mark_) {
     stall_mark_ = completed_;
-    stall_since_ = kicked_at_ = now;
+    stall_since_ = now;
     return;
   }
-  if (now - stall_since_ >= kStallReset && !zone_open_) {
-    const uint64_t stuck = posted_ - completed_;
-    if (Status st = flush_receives(); !st) {
-      if (send_failure_.empty())
-        send_failure_ = "stalled send queue not restarted: " + st.message();
-      return;
-    }
-    repost_idle();
-    dev_->count_send_reset();
-    log_warning("verbs: a send queue of " + dev_->name() + " made no progress for " +
-                std::to_string(kStallReset.count()) + " ms with " + std::to_string(stuck) +
-                " sends in it: flushed and restarted (those datagrams are lost)");
-    stall_mark_ = completed_;
-    stall_since_ = kicked_at_ = now;
-    return;
-  }
-  if (now - kicked_at_ < kStallKick) return;
-  kicked_at_ = now;
+  if (now - stall_since_ < kStallKick) return;
+  stall_since_ = now;
   ibv_send_wr wr{};
   wr.opcode = IBV_WR_SEND;  // no scatter entries: zero bytes; unsignaled
   wr.wr.ud.ah = self_ah_;

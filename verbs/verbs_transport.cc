@@ -128,7 +128,6 @@ class VerbsTransport final : public Transport {
             {"mc_landings", c.landings},
             {"mc_landings_closed", c.landings_closed},
             {"ud_send_kicks", dev_->send_kicks()},
-            {"ud_send_resets", dev_->send_resets()},
             // The UD channel's drops (verbs_reliable=ud), all its groups.
             {"rd_auth_failed", rd_totals_->auth_failed.load()},
             {"rd_malformed", rd_totals_->malformed.load()},

@@ -13,8 +13,7 @@
 #   30 s, ok or with peer_failed/timed_out, and rank 2, which depends on it
 #   under loss, must not complete), bench-verbs / bench-verbs-ud /
 #   bench-udp (ibbcast bench CSV to IBBCAST_LAB_OUT), cycles-N (the leak
-#   check alone over N group create/free cycles: issue 9's long runs), queue
-#   (a stopped UD send queue is restarted: tests/lab/verbs_queue_check.cc),
+#   check alone over N group create/free cycles: issue 9's long runs),
 #   run-ef (ibbcast run with verbs_traffic_class 184, for rxe_lab.sh --expect-ef)
 set -uo pipefail
 build=$1
@@ -89,18 +88,6 @@ for step in "$@"; do
     algorithms-ud)
       IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*EveryAlgorithm*:*Authenticated*' ;;
     udp) IBBCAST_TRANSPORT=udp conformance "$step" udp '*' ;;
-    queue)
-      # One process, two UD queues on this guest's device (no bootstrap).
-      out=$("$build/tests/verbs_queue_check" --gtest_color=no 2>&1)
-      echo "$out"
-      if grep -qF '[  PASSED  ] 1 test' <<<"$out" && ! grep -qE 'SKIPPED|FAILED' <<<"$out"; then
-        step_ok "$step"
-      else
-        step_fail "$step" "verbs_queue_check"
-      fi ;;
-    cycles-*)
-      IBBCAST_TRANSPORT=verbs IBBCAST_TEST_CYCLES=${step#cycles-} conformance "$step" verbs \
-        '*GroupCycles*' ;;
     run-ef)
       # The datagrams marked EF (rxe_lab.sh --expect-ef checks the wire).
       out=$(IBBCAST_VERBS_TRAFFIC_CLASS=184 "$build/tools/ibbcast" run --transport verbs \
