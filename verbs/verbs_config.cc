@@ -48,14 +48,6 @@ Status parse_reliable(VerbsConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-Status parse_traffic_class(VerbsConfig& c, std::string_view t) {
-  auto v = parse_uint(t);
-  if (!v) return v.status();
-  if (*v > 255) return make_error(Errc::kInvalidArgument, "verbs_traffic_class must be 0..255");
-  c.traffic_class = static_cast<uint32_t>(*v);
-  return Status::ok();
-}
-
 const std::array<ConfigField<VerbsConfig>, 15> kTable = {{
     string_field<&VerbsConfig::device>("verbs_device", "",
                                        "RDMA device (mlx5_0, rxe0); empty = the one behind "
@@ -101,11 +93,11 @@ const std::array<ConfigField<VerbsConfig>, 15> kTable = {{
      [](const VerbsConfig& c) { return c.reliable; }},
     duration_field<&VerbsConfig::peer_timeout>("verbs_peer_timeout", "10s",
                                                "a ud-channel peer silent this long has failed"),
-    {"verbs_traffic_class", "0",
-     "GRH traffic class of the multicast datagrams (RoCE v2: the IP TOS byte, 184 = DSCP EF), "
-     "so switches that queue that class first put stage 2's copies behind them; 0 = the "
-     "join's. On InfiniBand the multicast group's SL comes from the subnet manager",
-     parse_traffic_class, [](const VerbsConfig& c) { return std::to_string(c.traffic_class); }},
+    ranged_uint_field<&VerbsConfig::traffic_class, 0, 255>(
+        "verbs_traffic_class", "0",
+        "GRH traffic class of the multicast datagrams (RoCE v2: the IP TOS byte, 184 = DSCP EF), "
+        "so switches that queue that class first put stage 2's copies behind them; 0 = the "
+        "join's. On InfiniBand the multicast group's SL comes from the subnet manager"),
 }};
 
 }  // namespace

@@ -50,6 +50,25 @@ ConfigField<OwnerOf<M>> uint_field(std::string_view name, std::string_view def,
           [](const OwnerOf<M>& c) { return std::to_string(c.*M); }};
 }
 
+/// An integer in [Min, Max]; anything else is refused with the range.
+template <auto M, uint64_t Min, uint64_t Max>
+ConfigField<OwnerOf<M>> ranged_uint_field(std::string_view name, std::string_view def,
+                                          std::string_view doc) {
+  static_assert(Max <= std::numeric_limits<ValueOf<M>>::max());
+  return {name, def, doc,
+          [](OwnerOf<M>& c, std::string_view t) {
+            auto v = parse_uint(t);
+            if (!v) return v.status();
+            if (*v < Min || *v > Max) {
+              return make_error(Errc::kInvalidArgument,
+                                "must be " + std::to_string(Min) + ".." + std::to_string(Max));
+            }
+            c.*M = static_cast<ValueOf<M>>(*v);
+            return Status::ok();
+          },
+          [](const OwnerOf<M>& c) { return std::to_string(c.*M); }};
+}
+
 template <auto M>
 ConfigField<OwnerOf<M>> bool_field(std::string_view name, std::string_view def,
                                    std::string_view doc) {
