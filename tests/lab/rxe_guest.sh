@@ -96,7 +96,27 @@ mkdir -p "$IBBCAST_LAB_OUT"
 # shellcheck disable=SC2154  # lab_cwd comes from $lab/env
 cd "$lab_cwd" || fail "no directory $lab_cwd in the guest (it sees the host's root, but not /run or /dev/shm)"
 say "running the command"
+# The NIC's counters once a second while the command runs: when a rank stops
+# sending, they tell the guest's network from ibbcast (printed on failure).
+(
+  while :; do
+    read -r up _ </proc/uptime
+    awk -v up="$up" '$1 == "eth0:" {print up, "rx_packets=" $3, "tx_packets=" $11, "tx_drop=" $13}' \
+      /proc/net/dev
+    sleep 1
+  done >"$IBBCAST_LAB_OUT/eth0.log" 2>/dev/null
+) &
+sampler=$!
 timeout -k 10 "$tmo" bash "$lab/command" >"$lab/log-$rank" 2>&1 </dev/null
-echo $? >"$lab/rc-$rank"
-say "command exited $(cat "$lab/rc-$rank")"
+rc=$?
+kill "$sampler" 2>/dev/null
+say "command exited $rc"
+if ((rc != 0)); then
+  # The last counters, and since when the sent count has not moved. Before
+  # the rc file: the host ends the guest once it sees it.
+  frozen=$(awk '{ if ($3 != last) { since = $1; last = $3 } } END { print since }' \
+    "$IBBCAST_LAB_OUT/eth0.log")
+  say "eth0 at the end: $(tail -1 "$IBBCAST_LAB_OUT/eth0.log"), tx_packets unchanged since ${frozen} s"
+fi
+echo "$rc" >"$lab/rc-$rank"
 off
