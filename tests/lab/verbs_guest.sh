@@ -88,6 +88,9 @@ for step in "$@"; do
     algorithms-ud)
       IBBCAST_TRANSPORT=verbs IBBCAST_VERBS_RELIABLE=ud conformance "$step" verbs '*EveryAlgorithm*:*Authenticated*' ;;
     udp) IBBCAST_TRANSPORT=udp conformance "$step" udp '*' ;;
+    cycles-*)
+      IBBCAST_TRANSPORT=verbs IBBCAST_TEST_CYCLES=${step#cycles-} conformance "$step" verbs \
+        '*GroupCycles*' ;;
     run-ef)
       # The datagrams marked EF (rxe_lab.sh --expect-ef checks the wire).
       out=$(IBBCAST_VERBS_TRAFFIC_CLASS=184 "$build/tools/ibbcast" run --transport verbs \
