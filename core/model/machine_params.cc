@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace ibbcast {
 
@@ -47,6 +48,7 @@ constexpr Field kFields[] = {
     {"link.mbit", &MachineCosts::link_mbit, nullptr, nullptr},
     {"link.burst_bytes", &MachineCosts::link_burst_bytes, nullptr, nullptr},
     {"link.idle_us", &MachineCosts::link_idle_us, nullptr, nullptr},
+    {"link.previous_broadcasts", &MachineCosts::link_previous_broadcasts, nullptr, nullptr},
 };
 
 double* slot(ModelParams& p, const Field& f) {
@@ -109,6 +111,12 @@ Result<ModelParams> parse_model_params(std::string_view text) {
         return make_error(Errc::kInvalidArgument, where + "cpu.cores: a whole number of cores");
       p.machine.cores = static_cast<uint32_t>(v);
       continue;
+    }
+    if (key == "link.previous_broadcasts" &&
+        (v != std::floor(v) || v > MachineCosts::kMaxPreviousBroadcasts)) {
+      return make_error(Errc::kInvalidArgument,
+                        where + "link.previous_broadcasts: a whole number up to " +
+                            std::to_string(static_cast<int>(MachineCosts::kMaxPreviousBroadcasts)));
     }
     bool known = false;
     for (const Field& f : kFields) {

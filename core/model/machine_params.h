@@ -19,7 +19,8 @@
 //   downlink. 0 is a link faster than the CPU (no queueing on it). A shaped link (tbf) also
 //   has a bucket: link_burst_bytes pass at once, refilled at the rate; how full it is when
 //   the broadcast starts depends on how long the link idled (link_idle_us; a benchmark's
-//   broadcasts follow each other closely).
+//   broadcasts follow each other closely), and what the broadcasts before it left queued
+//   (link_previous_broadcasts).
 
 #include <cstdint>
 #include <string>
@@ -68,6 +69,13 @@ struct MachineCosts {
   /// How long the links idled before the broadcast: each bucket starts with what that
   /// refilled (at most link_burst_bytes).
   double link_idle_us = 0;
+  /// Broadcasts that ran just before this one, each starting link_idle_us after the one
+  /// before it returned on every rank (a benchmark's loop): what they left queued on a link
+  /// delays this one (two-stage's ring copies, which a rank that got every datagram no longer
+  /// waits for, are still on the root's uplink when the next multicast comes). 0: the links
+  /// start idle. A whole number, at most kMaxPreviousBroadcasts.
+  double link_previous_broadcasts = 0;
+  static constexpr double kMaxPreviousBroadcasts = 8;
 
   /// Link time of m bytes in us (0 when not link-bound).
   double wire_us(uint64_t m) const;
@@ -84,7 +92,7 @@ struct ModelParams {
 ///   multicast.o_s_us multicast.o_r_us multicast.L_us multicast.G_us_per_byte
 ///   reliable.send_cpu_us_per_byte reliable.recv_cpu_us_per_byte
 ///   engine.bcast_us engine.run_bytes engine.fragment_us engine.byte_us cpu.cores
-///   link.mbit link.burst_bytes link.idle_us
+///   link.mbit link.burst_bytes link.idle_us link.previous_broadcasts
 /// A key left out keeps its default (LogGP's defaults, the rest 0). `comment` (lines without
 /// the '#') heads the file: where and how the values were measured.
 std::string format_model_params(const ModelParams& p, std::string_view comment);

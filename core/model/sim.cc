@@ -41,6 +41,19 @@ enum class Kind : uint8_t {
   kArriveMulticast
 };
 
+/// One direction of a rank's link: FIFO, and with a token bucket (link.burst_bytes, tc
+/// tbf's burst) bytes pass at once while it holds tokens, then at the link's rate.
+struct Link {
+  double free = 0;    // the last message's end
+  double tokens = 0;  // in the bucket at `at`
+  double at = 0;
+};
+
+/// Every rank's links, up and down: what a broadcast leaves for the next one.
+struct Links {
+  std::vector<Link> up, down;
+};
+
 struct Event {
   double t;
   uint64_t seq;  // FIFO among equal times keeps the run deterministic
@@ -53,7 +66,8 @@ struct Event {
 
 class Sim {
  public:
-  Sim(const SimParams& sp, const Schedule& sched, uint64_t frags)
+  /// `before`: the links as the broadcasts before this one left them (empty: idle).
+  Sim(const SimParams& sp, const Schedule& sched, uint64_t frags, Links before = {})
       : sp_(sp),
         sched_(sched),
         rng_(sp.seed),
@@ -67,7 +81,10 @@ class Sim {
         port_(p_, 0),
         done_(p_, 0),
         machine_mode_(machine_mode(sp.machine)) {
-    if (sp.machine.link_mbit > 0) {
+    if (sp.machine.link_mbit > 0 && !before.up.empty()) {
+      up_ = std::move(before.up);
+      down_ = std::move(before.down);
+    } else if (sp.machine.link_mbit > 0) {
       // Each bucket holds what the link's idle time before the broadcast refilled.
       Link idle;
       idle.tokens = std::min(sp.machine.link_burst_bytes,
@@ -126,6 +143,21 @@ class Sim {
     }
     finish();
     return std::move(result_);
+  }
+
+  /// After run(): the links as the next broadcast finds them when it starts link_idle_us
+  /// after this one returned on every rank (times shifted to its start, backlogs and
+  /// buckets kept).
+  Links links_for_next() const {
+    const double shift = end_ + sp_.machine.link_idle_us;
+    Links next{up_, down_};
+    for (std::vector<Link>* side : {&next.up, &next.down}) {
+      for (Link& l : *side) {
+        l.free -= shift;
+        l.at -= shift;
+      }
+    }
+    return next;
   }
 
  private:
@@ -299,14 +331,6 @@ class Sim {
     push(ready, tr.from, id, Kind::kUplink);
   }
 
-  /// One direction of a rank's link: FIFO, and with a token bucket (link.burst_bytes, tc
-  /// tbf's burst) bytes pass at once while it holds tokens, then at the link's rate.
-  struct Link {
-    double free = 0;    // the last message's end
-    double tokens = 0;  // in the bucket at `at`
-    double at = 0;
-  };
-
   /// m bytes onto `l` from t on, after the messages before them: returns when they are
   /// through (the first byte leaves at max(t, l.free)).
   double pass(Link& l, double t, uint64_t m) const {
@@ -454,6 +478,8 @@ class Sim {
       result_.last = std::max(result_.last, done_[r]);
       sum += done_[r];
     }
+    // The root returns once its last send is handed on, then pays its fixed cost too.
+    end_ = std::max(result_.last, port_[0] + sp_.machine.bcast_us);
     result_.mean = p_ > 1 ? sum / (p_ - 1) : 0;
     if (sp_.keep_per_rank) result_.done = std::move(done_);
   }
@@ -472,6 +498,7 @@ class Sim {
   std::vector<Timeline> cores_;    // machine mode, ranks outnumbering cores: each core
   std::vector<Timeline> threads_;  // and each rank's thread
   double now_ = 0;                 // the event being handled
+  double end_ = 0;                 // after run(): when every rank, the root too, returned
   // Machine mode: the run each rank is sending (peer, bytes so far).
   struct Run {
     uint32_t peer = ~0u;
@@ -522,7 +549,20 @@ Result<SimResult> simulate(const SimParams& sp) {
     return make_error(Errc::kInvalidArgument, "ranks x fragments exceeds the simulator's limit");
   sched.fragments = static_cast<uint32_t>(frags);
   const Schedule schedule(sched);
-  return Sim(sp, schedule, frags).run();
+  // The broadcasts before this one, on the same links (machine_params.h).
+  const int previous = sp.machine.link_mbit > 0
+                           ? static_cast<int>(std::min(sp.machine.link_previous_broadcasts,
+                                                       MachineCosts::kMaxPreviousBroadcasts))
+                           : 0;
+  Links links;
+  for (int i = 0; i < previous; ++i) {
+    SimParams quiet = sp;
+    quiet.keep_per_rank = false;
+    Sim before(quiet, schedule, frags, std::move(links));
+    (void)before.run();
+    links = before.links_for_next();
+  }
+  return Sim(sp, schedule, frags, std::move(links)).run();
 }
 
 }  // namespace ibbcast
