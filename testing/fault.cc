@@ -16,6 +16,7 @@ struct Shared {
   std::atomic<uint64_t> frames{0};
   std::atomic<bool> dead{false};  // this rank only; counters may be shared
   std::atomic<uint64_t> sends{0};
+  std::atomic<uint64_t> datagrams{0};
   bool count_and_check_dead() {
     if (spec.kill_after == 0) return false;
     if (frames.fetch_add(1) + 1 >= spec.kill_after && !dead.exchange(true)) {
@@ -35,8 +36,12 @@ class FaultyMcast final : public McastChannel {
       : inner_(std::move(inner)), s_(std::move(s)), rng_(s_->spec.seed * 1000003u + rank) {}
 
   Status send(const Gather& frame) override {
+    if (s_->spec.mcast_stall_after != 0 && s_->datagrams.load() >= s_->spec.mcast_stall_after)
+      return make_error(Errc::kAgain, "injected: this rank's multicast stopped sending");
     if (s_->count_and_check_dead()) return Status::ok();
-    return inner_->send(frame);
+    Status st = inner_->send(frame);
+    if (st) s_->datagrams.fetch_add(1);
+    return st;
   }
 
   int send_wait_fd() const override { return inner_->send_wait_fd(); }

@@ -30,12 +30,16 @@ struct FaultSpec {
   /// After this many reliable sends every further one fails with
   /// kDeviceLost: this rank's own channel broke, its process lives (0: never).
   uint64_t send_error_after = 0;
+  /// After this many multicast datagrams every further send is refused
+  /// with kAgain for ever: this rank's NIC stopped sending (a send queue
+  /// that froze), its process lives and still receives (0: never).
+  uint64_t mcast_stall_after = 0;
   /// Only this rank is decorated (-1: every rank): one faulty node in a run
   /// whose ranks all get the same spec.
   int64_t rank = -1;
 
   /// "drop=0.3,burst=2,dup=0.1,reorder=0.1,corrupt=0.05,truncate=0.01,delay=1ms,kill_after=50,
-  /// send_error_after=20,rank=1,seed=7"
+  /// send_error_after=20,mcast_stall_after=5,rank=1,seed=7"
   static Result<FaultSpec> parse(std::string_view text);
   std::string to_string() const;
 };

@@ -97,6 +97,9 @@ class Engine {
   void pop_action(bool completed, Nanos now);
 
   OpState state(uint64_t op, Status* status = nullptr) const;
+  /// The op failed (it may still be pending: sends handed to the transport
+  /// read its buffer until they complete).
+  bool failed(uint64_t op) const;
   /// Forgets a finished op (its id is no longer known).
   void release(uint64_t op);
   /// Earliest time on_tick has work to do, or Nanos::max().

@@ -196,6 +196,11 @@ OpState Engine::state(uint64_t id, Status* status) const {
   return op->failed ? OpState::kFailed : OpState::kDone;
 }
 
+bool Engine::failed(uint64_t id) const {
+  const Op* op = find_op(id);
+  return op != nullptr && op->failed;
+}
+
 Algorithm Engine::op_algorithm(uint64_t id) const {
   const Op* op = find_op(id);
   return op == nullptr || op->frags == 0 ? Algorithm::kAuto : op->algorithm;

@@ -239,7 +239,7 @@ void Group::Impl::stage_datagram(const Action& a) {
 }
 
 bool Group::Impl::flush_burst(Nanos now) {
-  bool did = false;
+  bool did = drop_failed_datagrams(now);
   while (burst_len_ != 0) {
     std::array<Gather, kBurst> frames;
     for (std::size_t i = 0; i < burst_len_; ++i) {
@@ -270,6 +270,26 @@ bool Group::Impl::flush_burst(Nanos now) {
     did = true;
   }
   return did;
+}
+
+bool Group::Impl::drop_failed_datagrams(Nanos now) {
+  // Datagrams of a broadcast that failed (its timeout, a dead peer) are not
+  // sent: the channel never had them, so nothing reads the buffer. Kept, they
+  // held the broadcast pending for as long as the channel refused them — for
+  // ever behind a send queue that stopped (a Soft-RoCE guest whose network
+  // froze hung its root that way instead of reporting the timeout).
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < burst_len_; ++i) {
+    if (engine_->failed(burst_[i].op)) {
+      engine_->on_send_complete(burst_[i].op, now);
+    } else {
+      if (kept != i) burst_[kept] = burst_[i];
+      ++kept;
+    }
+  }
+  const bool dropped = kept != burst_len_;
+  burst_len_ = kept;
+  return dropped;
 }
 
 bool Group::Impl::pump_multicast(Nanos now) {

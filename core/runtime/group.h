@@ -135,6 +135,8 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   bool pump_sends(Nanos now);
   void stage_datagram(const Action& a);
   bool flush_burst(Nanos now);
+  /// Drops staged datagrams whose broadcast failed; true if any went.
+  bool drop_failed_datagrams(Nanos now);
   bool pump_receives(Nanos now);
   bool pump_multicast(Nanos now);
   void sleep_until_event(Nanos max_wait);

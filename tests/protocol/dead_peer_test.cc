@@ -149,6 +149,41 @@ TEST(DeadPeer, ABrokenChannelFailsItsOwnerAndThePeersThatNeedItWithoutATimeout) 
   }
 }
 
+TEST(DeadPeer, ARootWhoseMulticastStopsFailsWithinTheTimeoutToo) {
+  // The root's NIC stops sending after three datagrams (a Soft-RoCE guest's transmit froze
+  // that way in the lab); it still receives. Its datagrams stay staged, refused for ever.
+  // Every rank must fail within the timeout, the root too: it waited on the staged
+  // datagrams as on sends in flight, and hung.
+  for (Algorithm a : {Algorithm::kTwoStage, Algorithm::kFragmentedChain}) {
+    RankSetup setup;
+    setup.ranks = 4;
+    setup.config.algorithm = a;
+    setup.config.timeout = kTimeout;
+    FaultSpec stuck;
+    stuck.mcast_stall_after = 3;
+    setup.faults = {stuck, std::nullopt, std::nullopt, std::nullopt};
+    const std::size_t n = 64 * 4096;
+    const auto want = pattern(n, 5);
+    std::vector<Survivor> out(setup.ranks);
+    run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric&) -> Status {
+      std::vector<std::byte> buf = r == 0 ? want : std::vector<std::byte>(n);
+      const Nanos t0 = monotonic_now();
+      out[r].first = g.bcast(0, buf.data(), n);
+      out[r].elapsed = monotonic_now() - t0;
+      out[r].bytes_ok = buf == want;
+      return Status::ok();
+    });
+    check_survivors(out, setup.ranks, std::string(algorithm_name(a)).c_str());
+    if (a == Algorithm::kTwoStage) {
+      EXPECT_EQ(out[0].first.code(), Errc::kTimedOut) << out[0].first.to_string();
+    } else {
+      // The chain sends no datagram: the stalled multicast changes nothing.
+      for (uint32_t r = 0; r < setup.ranks; ++r)
+        EXPECT_TRUE(out[r].first.is_ok() && out[r].bytes_ok) << "rank " << r;
+    }
+  }
+}
+
 TEST(DeadPeer, PostingToAFailedGroupIsAnImmediateError) {
   RankSetup setup;
   setup.ranks = 3;
