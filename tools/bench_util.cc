@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
-#include <string>
 
 namespace ibbcast::tool {
 namespace {
@@ -40,16 +39,9 @@ Status read_plan(const Args& args, BenchPlan& plan) {
   auto it = parse_uint(option(args, "iterations", "20"));
   auto wu = parse_uint(option(args, "warmup", "3"));
   auto root = parse_uint(option(args, "root", "0"));
-  auto rounds = parse_uint(option(args, "rounds", "1"));
-  for (const Status& st : {it.status(), wu.status(), root.status(), rounds.status()})
+  for (const Status& st : {it.status(), wu.status(), root.status()})
     IBBCAST_RETURN_IF_ERROR(st);
   plan.iterations = static_cast<uint32_t>(std::max<uint64_t>(*it, 1));
-  if (*rounds < 1 || *rounds > plan.iterations) {
-    return make_error(Errc::kInvalidArgument, "bench: --rounds takes 1 to --iterations (" +
-                                                  std::to_string(plan.iterations) +
-                                                  "), each round measures at least once");
-  }
-  plan.rounds = static_cast<uint32_t>(*rounds);
   plan.warmup = static_cast<uint32_t>(*wu);
   plan.root = static_cast<uint32_t>(*root);
   plan.per_node = option(args, "max-only", "") != "1";

@@ -15,16 +15,12 @@ struct BenchPlan {
   std::vector<uint64_t> sizes;
   std::vector<Algorithm> algorithms;
   uint32_t iterations = 20, warmup = 3, root = 0;
-  /// Passes over the algorithms; each takes its share of the iterations (and
-  /// its own warm-up), so a machine that drifts over minutes slows every
-  /// algorithm alike instead of the ones measured during the slow minute.
-  uint32_t rounds = 1;
   bool per_node = true;  ///< --max-only skips the (p-1)-times longer per-node method
   std::chrono::microseconds root_wait{200};  ///< how much later the root enters
 };
 
 /// --sizes 1,1k,64k (default 1..16m by powers of 4), --algorithms a,b
-/// (default: every algorithm), --iterations, --warmup, --rounds, --root.
+/// (default: every algorithm), --iterations, --warmup, --root.
 Status read_plan(const Args& args, BenchPlan& plan);
 
 /// One-byte pings on a reliable channel of their own, so the measurement does

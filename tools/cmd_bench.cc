@@ -7,13 +7,9 @@
 //    subtracted. Every rank is the target in turn; medians are reported.
 //  - max-over-ranks: a barrier, then each rank's own time to completion; the
 //    maximum over ranks per iteration (what common benchmarks report).
-// --rounds R measures every cell in R passes over the algorithms (a share of
-// the iterations each, rows printed after the last), so slow minutes on a
-// shared machine fall on every algorithm, not on one.
 // --loggp instead measures the LogGP parameters of the UCX channel (tools/loggp_measure.h).
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 #include <thread>
 
 #include "core/runtime/env.h"
@@ -30,47 +26,6 @@
 
 namespace ibbcast::tool {
 namespace {
-
-// One round of the per-node method for one target: a round trip measured,
-// then `plan.warmup` unmeasured and `plan.iterations` measured broadcasts;
-// the root appends the target's times to `samples` and counts those sooner
-// than half the round trip in `impossible`.
-Status per_node_samples(Bootstrap& boot, Group& g, Pinger& pinger, const BenchPlan& plan,
-                        uint32_t target, std::vector<std::byte>& buf,
-                        const std::function<void()>& idle, std::vector<double>* samples,
-                        uint32_t* impossible) {
-  double rtt = 0;
-  IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, plan.root, target, idle, &rtt));
-  for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
-    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
-    // The root enters last, so the time is the broadcast's, not skew.
-    if (boot.rank() == plan.root) std::this_thread::sleep_for(plan.root_wait);
-    const Nanos t0 = monotonic_now();
-    if (boot.rank() != plan.root) {
-      IBBCAST_RETURN_IF_ERROR(g.bcast(plan.root, buf.data(), buf.size()));
-      if (boot.rank() == target) IBBCAST_RETURN_IF_ERROR(pinger.send(plan.root));
-      continue;
-    }
-    // The root watches for the pong while its own broadcast runs: a
-    // target done before the root's last send answers then, and a pong
-    // read only after bcast returned timed the root, not the target
-    // (with half a round trip taken off, that went negative).
-    auto req = g.ibcast(plan.root, buf.data(), buf.size());
-    if (!req) return req.status();
-    IBBCAST_RETURN_IF_ERROR(pinger.wait(target, idle));
-    const double us = static_cast<double>((monotonic_now() - t0).count()) / 1e3 - rtt / 2;
-    IBBCAST_RETURN_IF_ERROR(g.wait(*req));
-    if (it < plan.warmup) continue;
-    // A pong sooner than half a round trip is noise in the round trip
-    // (measured apart, on a loaded machine), not a time: left out.
-    if (us > 0) {
-      samples->push_back(us);
-    } else {
-      ++*impossible;
-    }
-  }
-  return Status::ok();
-}
 
 Status bench_rank(const Args& args, Bootstrap& boot) {
   if (option(args, "loggp", "") == "1") {
@@ -122,60 +77,66 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
       }
     }
   }
-  // Samples of every cell, gathered over the rounds.
-  struct Cell {
-    std::vector<std::vector<double>> node;  // per target
-    std::vector<uint32_t> impossible;       // per target
-    std::vector<double> max_us;
-  };
-  const std::size_t n_algos = plan.algorithms.size();
-  std::vector<Cell> cells(n_algos * plan.sizes.size());
-  for (Cell& c : cells) {
-    c.node.resize(boot.size());
-    c.impossible.resize(boot.size());
-  }
-  for (uint32_t round = 0; round < plan.rounds; ++round) {
-    BenchPlan rp = plan;
-    rp.iterations = plan.iterations / plan.rounds + (round < plan.iterations % plan.rounds ? 1 : 0);
-    const bool last_round = round + 1 == plan.rounds;
-    for (std::size_t k = 0; k < n_algos; ++k) {
-      // Each round starts one algorithm further on: none is always first.
-      const std::size_t a = (k + round) % n_algos;
-      const Algorithm algo = plan.algorithms[a];
-      EngineConfig cfg = args.engine.value();
-      cfg.algorithm = algo;
-      auto group = create_group(**transport, boot, cfg);
-      if (!group) return group.status();
-      Group& g = **group;
-      auto idle = [&] { (void)g.progress(false, Nanos(0)); };
-      for (std::size_t si = 0; si < plan.sizes.size(); ++si) {
-        Cell& cell = cells[a * plan.sizes.size() + si];
-        std::vector<std::byte> buf(plan.sizes[si], std::byte{0x5a});
-        for (uint32_t target = 0; plan.per_node && target < boot.size(); ++target) {
-          if (target == plan.root) continue;
-          IBBCAST_RETURN_IF_ERROR(per_node_samples(boot, g, pinger, rp, target, buf, idle,
-                                                   &cell.node[target], &cell.impossible[target]));
+  for (Algorithm algo : plan.algorithms) {
+    EngineConfig cfg = args.engine.value();
+    cfg.algorithm = algo;
+    auto group = create_group(**transport, boot, cfg);
+    if (!group) return group.status();
+    Group& g = **group;
+    auto idle = [&] { (void)g.progress(false, Nanos(0)); };
+    for (uint64_t size : plan.sizes) {
+      std::vector<std::byte> buf(size, std::byte{0x5a});
+      std::vector<double> node_us(boot.size(), 0);
+      for (uint32_t target = 0; plan.per_node && target < boot.size(); ++target) {
+        if (target == plan.root) continue;
+        double rtt = 0;
+        IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, plan.root, target, idle, &rtt));
+        std::vector<double> samples;
+        uint32_t impossible = 0;
+        for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
+          IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
+          // The root enters last, so the time is the broadcast's, not skew.
+          if (boot.rank() == plan.root) std::this_thread::sleep_for(plan.root_wait);
+          const Nanos t0 = monotonic_now();
+          if (boot.rank() != plan.root) {
+            IBBCAST_RETURN_IF_ERROR(g.bcast(plan.root, buf.data(), buf.size()));
+            if (boot.rank() == target) IBBCAST_RETURN_IF_ERROR(pinger.send(plan.root));
+            continue;
+          }
+          // The root watches for the pong while its own broadcast runs: a
+          // target done before the root's last send answers then, and a pong
+          // read only after bcast returned timed the root, not the target
+          // (with half a round trip taken off, that went negative).
+          auto req = g.ibcast(plan.root, buf.data(), buf.size());
+          if (!req) return req.status();
+          IBBCAST_RETURN_IF_ERROR(pinger.wait(target, idle));
+          const double us = static_cast<double>((monotonic_now() - t0).count()) / 1e3 - rtt / 2;
+          IBBCAST_RETURN_IF_ERROR(g.wait(*req));
+          if (it < plan.warmup) continue;
+          // A pong sooner than half a round trip is noise in the round trip
+          // (measured apart, on a loaded machine), not a time: left out.
+          if (us > 0) {
+            samples.push_back(us);
+          } else {
+            ++impossible;
+          }
         }
-        IBBCAST_RETURN_IF_ERROR(max_over_ranks(boot, g, rp, buf, idle, &cell.max_us));
-        if (!last_round || boot.rank() != plan.root) continue;
-        std::vector<double> node_us(boot.size(), 0);
-        for (uint32_t target = 0; plan.per_node && target < boot.size(); ++target) {
-          if (target == plan.root) continue;
-          if (cell.node[target].size() * 2 > plan.iterations) {
-            node_us[target] = median(cell.node[target]);
+        if (boot.rank() == plan.root) {
+          if (samples.size() * 2 > plan.iterations) {
+            node_us[target] = median(samples);
           } else {
             std::fprintf(stderr,
                          "ibbcast bench: %s %llu bytes, target %u: %u of %u samples came back "
-                         "sooner than half a round trip; no per-node time reported\n",
+                         "sooner than half a round trip (%.1f us); no per-node time reported\n",
                          std::string(algorithm_name(algo)).c_str(),
-                         static_cast<unsigned long long>(plan.sizes[si]), target,
-                         cell.impossible[target], plan.iterations);
+                         static_cast<unsigned long long>(size), target, impossible, plan.iterations,
+                         rtt / 2);
           }
         }
-        if (boot.rank() == 0) {
-          print_csv_rows(algo, plan.sizes[si], boot.size(), plan.root, node_us, cell.max_us);
-        }
       }
+      std::vector<double> max_us;
+      IBBCAST_RETURN_IF_ERROR(max_over_ranks(boot, g, plan, buf, idle, &max_us));
+      if (boot.rank() == 0) print_csv_rows(algo, size, boot.size(), plan.root, node_us, max_us);
     }
   }
   return Status::ok();
