@@ -98,18 +98,43 @@ cd "$lab_cwd" || fail "no directory $lab_cwd in the guest (it sees the host's ro
 say "running the command"
 # The NIC's counters once a second while the command runs: when a rank stops
 # sending, they tell the guest's network from ibbcast (printed on failure).
+# Beside them the bytes the driver handed the device and has not had back
+# (BQL's inflight), the stack's transmit timeouts and the device's interrupts
+# per queue: a stuck device keeps bytes in flight and raises no interrupt.
+q=/sys/class/net/eth0/queues/tx-0
 (
   while :; do
     read -r up _ </proc/uptime
-    awk -v up="$up" '$1 == "eth0:" {print up, "rx_packets=" $3, "tx_packets=" $11, "tx_drop=" $13}' \
+    read -r inflight <"$q/byte_queue_limits/inflight" || inflight=-
+    read -r timeouts <"$q/tx_timeout" || timeouts=-
+    irqs=$(awk '/virtio.*-(input|output)\.0/ {n = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i; printf " %s=%d", $NF, n}' /proc/interrupts)
+    awk -v up="$up" -v extra="inflight=$inflight tx_timeouts=$timeouts$irqs" \
+      '$1 == "eth0:" {print up, "rx_packets=" $3, "tx_packets=" $11, "tx_drop=" $13, extra}' \
       /proc/net/dev
     sleep 1
   done >"$IBBCAST_LAB_OUT/eth0.log" 2>/dev/null
 ) &
 sampler=$!
-timeout -k 10 "$tmo" bash "$lab/command" >"$lab/log-$rank" 2>&1 </dev/null
+# The host gives up tmo seconds after it started the guest: the command ends
+# here 20 s before that, so that this guest still says why. 10 s before its
+# end, where each of the command's threads waits in the kernel (a rank
+# blocked in a system call never reaches its own timeouts).
+read -r up _ </proc/uptime
+limit=$((tmo - ${up%.*} - 20))
+((limit >= 20)) || limit=20
+(
+  sleep $((limit - 10))
+  for t in /proc/[0-9]*/task/[0-9]*; do
+    read -r comm <"$t/comm" 2>/dev/null || continue
+    [[ $comm == ibbcast* || $comm == mpi* || $comm == ucx* ]] || continue
+    echo "== ${t#/proc/} $comm $(tr '\0' ' ' <"${t%/task/*}/cmdline" 2>/dev/null | cut -c1-80)"
+    cat "$t/stack" 2>&1
+  done >"$IBBCAST_LAB_OUT/stacks.log"
+) &
+stacker=$!
+timeout -k 5 "$limit" bash "$lab/command" >"$lab/log-$rank" 2>&1 </dev/null
 rc=$?
-kill "$sampler" 2>/dev/null
+kill "$sampler" "$stacker" 2>/dev/null
 say "command exited $rc"
 if ((rc != 0)); then
   # The last counters, and since when the sent count has not moved. Before
@@ -117,6 +142,9 @@ if ((rc != 0)); then
   frozen=$(awk '{ if ($3 != last) { since = $1; last = $3 } } END { print since }' \
     "$IBBCAST_LAB_OUT/eth0.log")
   say "eth0 at the end: $(tail -1 "$IBBCAST_LAB_OUT/eth0.log"), tx_packets unchanged since ${frozen} s"
+  # The kernel's word on it (the console is quiet below errors): a transmit
+  # timeout, a virtio complaint.
+  dmesg >"$IBBCAST_LAB_OUT/dmesg.log" 2>&1
 fi
 echo "$rc" >"$lab/rc-$rank"
 off

@@ -33,10 +33,11 @@
 # Environment: IBBCAST_LAB_CACHE (default /var/cache/ibbcast-rxe-lab) holds
 # the kernel ELF and initramfs, built once per kernel (rxe_images.sh);
 # IBBCAST_LAB_KERNEL_ARGS is appended to the guests' kernel command line
-# (e.g. "loglevel=7" to see the boot on the consoles).
+# (e.g. "loglevel=7" to see the boot on the consoles); IBBCAST_LAB_NIC is
+# the guests' qemu NIC device with its options (default virtio-net-pci).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ ${1:-} == run ]] || usage
 shift
 guests=2 loss=0 loss_all=0 mem=768 mtu=1500 timeout=600 out="" expect_ef=0
@@ -173,7 +174,7 @@ for ((i = 0; i < guests; i++)); do
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     -virtfs "local,path=$run,mount_tag=run,security_model=none" \
     -netdev "tap,id=n0,ifname=tap$i,script=no,downscript=no" \
-    -device "virtio-net-pci,netdev=n0,mac=52:54:00:1b:$(printf %02x:%02x $((i >> 8)) $((i & 255)))" \
+    -device "${IBBCAST_LAB_NIC:-virtio-net-pci},netdev=n0,mac=52:54:00:1b:$(printf %02x:%02x $((i >> 8)) $((i & 255)))" \
     </dev/null >"$run/qemu-$i.out" 2>&1 &
   pids+=($!)  # ip netns exec execs qemu: this is qemu's pid
 done
