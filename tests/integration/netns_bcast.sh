@@ -6,6 +6,7 @@
 # that the fault happened and was repaired, from the statistics it prints.
 # Usage: netns_bcast.sh IBBCAST SCENARIO [RANKS]
 #   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared | nojoin | decorator
+#             | cut
 #             late (rank LATE_RANK enters the last broadcast LATE late — LATE_HOW sleep, busy or
 #               stop (SIGSTOP, then SIGCONT) — while the others finish it and destroy their groups;
 #               one group per algorithm, all rooted at LATE_ROOT; no timeout: every byte arrives)
@@ -69,6 +70,11 @@ case $scenario in
   kill)  # rank 3 dies by SIGKILL mid-broadcast; all multicast lost, so 4.. depend on it
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100'
     launcher="--enable-recovery" runopt="--kill-rank 3" ;;
+  cut)  # the root's link goes dead mid-run, both ways (its NIC froze): every rank, the root
+    # too, must return rather than wait for sends that never go
+    # (stage 2 over TCP on the fabric: shared memory between the processes would not be cut)
+    iterations=${ITERATIONS:-100000} timeout_env+=" -x UCX_TLS=tcp"
+    fault='{ sleep 3; "$IBBCAST_NETNS_FABRIC" partition "$IBBCAST_NETNS_PREFIX" 0; } & true' ;;
   kill0)  # the same without a timeout: only the dead process's closed connections tell
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100'
     launcher="--enable-recovery" runopt="--kill-rank 3" timeout_env="" ;;
@@ -102,6 +108,21 @@ trap 'rm -f "$out"' EXIT
   exit \$rc" >"$out" 2>&1
 rc=$?
 cat "$out"
+if [[ $scenario == cut ]]; then
+  # Cut off mid-run, the run cannot pass; every rank returns and appears in rank 0's table
+  # (gathered over PMIx, off the fabric): the others with the error of their broadcast (its
+  # timeout, or the root's failure), the root with whatever its own part came to.
+  fails=0
+  [[ $rc -ne 0 ]] || { echo "FAIL: the run passed although rank 0's link was cut"; fails=1; }
+  for ((r = 0; r < ranks; r++)); do
+    result=$(awk -v r="$r" '$1 == r && NF >= 10 && $2 ~ /^[a-z_]+$/ {print $10}' "$out")
+    [[ -n $result ]] || { echo "FAIL: rank $r has no row in the table (hang?)"; fails=1; continue; }
+    ((r == 0)) || [[ $result == timed_out* || $result == peer_failed* ]] ||
+      { echo "FAIL: rank $r: $result"; fails=1; }
+  done
+  [[ $fails -eq 0 ]] && echo "scenario cut: ok (every rank returned; the others failed within the timeout)"
+  exit $fails
+fi
 if [[ $scenario == kill || $scenario == kill0 ]]; then
   # Every survivor reports by itself: ok with its bytes checked, or an error
   # (peer_failed / timed_out) well within the timeout; ranks behind the dead
