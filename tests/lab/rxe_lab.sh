@@ -160,7 +160,36 @@ echo >>"$run/command"
 # read-write over 9p. -no-reboot: the guest's poweroff (or a panic, with
 # panic=1) ends qemu. Kernel options: quiet console; mitigations=off and
 # tsc/timer options to skip work that is slow under emulation.
+# The guests' TSC ticks at the host's rate (TCG reads the host's), so its
+# frequency is given rather than calibrated: a guest booting while the host's
+# cores are busy calibrated against a disturbed PIT once (101.7 MHz for
+# 2594), trusted it (tsc=reliable), and its clock ran 25 times too fast —
+# every timeout in it fired at once. Measured here once per run.
+host_tsc_khz() {
+  local dir
+  dir=$(mktemp -d) || return 1
+  cat >"$dir/tsc.c" <<'EOF_C'
+#include <stdio.h>
+#include <time.h>
+#include <x86intrin.h>
+int main(void) {
+  struct timespec a, b, d = {0, 200000000};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &a);
+  unsigned long long t0 = __rdtsc();
+  nanosleep(&d, 0);
+  unsigned long long t1 = __rdtsc();
+  clock_gettime(CLOCK_MONOTONIC_RAW, &b);
+  double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
+  printf("%.0f\n", (double)(t1 - t0) / ns * 1e6);
+  return 0;
+}
+EOF_C
+  cc -O2 -o "$dir/tsc" "$dir/tsc.c" 2>/dev/null && "$dir/tsc"
+  rm -rf "$dir"
+}
+tsc_khz=$(host_tsc_khz) || tsc_khz=""
 append="console=ttyS0 quiet loglevel=3 panic=1 mitigations=off tsc=reliable no_timer_check"
+[[ $tsc_khz =~ ^[0-9]+$ ]] && append+=" tsc_early_khz=$tsc_khz"
 append+=" nokaslr random.trust_cpu=on ibbsize=$guests ibbmtu=$mtu ibbtmo=$timeout"
 append+=" ibbinit=$here/rxe_guest.sh ${IBBCAST_LAB_KERNEL_ARGS:-}"
 echo "rxe lab: $guests guests on $subnet.0/24 (namespace $ns, run directory $run)"
