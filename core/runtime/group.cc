@@ -278,6 +278,10 @@ bool Group::Impl::drop_failed_datagrams(Nanos now) {
   // held the broadcast pending for as long as the channel refused them — for
   // ever behind a send queue that stopped (a Soft-RoCE guest whose network
   // froze hung its root that way instead of reporting the timeout).
+  // Looked for only after a broadcast failed: not on every flush.
+  const uint64_t failures = engine_->stats().errors;
+  if (failures == failures_seen_) return false;
+  failures_seen_ = failures;
   std::size_t kept = 0;
   for (std::size_t i = 0; i < burst_len_; ++i) {
     if (engine_->failed(burst_[i].op)) {

@@ -244,6 +244,8 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   static constexpr std::size_t kBurst = 64;
   std::array<StagedDatagram, kBurst> burst_{};
   std::size_t burst_len_ = 0;
+  uint64_t failures_seen_ =
+      0;  ///< the engine's failed broadcasts when the burst was last looked at
 };
 
 /// Which ranks share a node (a host key: host name and network namespace),
