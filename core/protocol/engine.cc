@@ -20,6 +20,9 @@ Engine::Engine(const EngineConfig& cfg, const EngineIdentity& id) : cfg_(cfg), i
   const uint64_t room = bound > kHeaderSize ? bound - kHeaderSize : 0;
   if (per_fragment != 0)
     max_run_ = static_cast<uint32_t>(std::clamp<uint64_t>(room / per_fragment, 1, 1u << 20));
+  if (per_fragment != 0)
+    min_run_ = static_cast<uint32_t>(
+        std::clamp<uint64_t>((cfg_.run_min + per_fragment - 1) / per_fragment, 1, 1u << 20));
   action_trailer_.resize(
       std::max<std::size_t>(kCrcSize + kAuthTagSize, std::size_t{max_run_} * kAuthTagSize));
 }
@@ -72,8 +75,12 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
   // message in one run crosses h hops in h times its own time, in r runs in
   // (r + h - 1) steps of 1/r of it. A quarter of the message per hop keeps a
   // slow link's pipeline within ~25 % of one crossing (2.4x n/R measured at
-  // 8 ranks, 200 Mbit/s, 1 MiB, with whole 256 KiB runs). Linear and the
-  // two-stage ring do not forward what they receive: their runs stay whole.
+  // 8 ranks, 200 Mbit/s, 1 MiB, with whole 256 KiB runs). But each run is a
+  // message with its fixed cost, which on a fast link outweighs the
+  // pipeline's gain below run_min: a 64 KiB binomial broadcast at 4 ranks
+  // took 2-3x longer in runs of one jumbo fragment than in runs of four.
+  // Linear and the two-stage ring do not forward what they receive: their
+  // runs stay whole.
   op.max_run = max_run_;
   if (algo != Algorithm::kLinear && algo != Algorithm::kTwoStage) {
     uint32_t hops = 1;
@@ -84,7 +91,7 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
       while ((1u << hops) < id_.size)
         ++hops;  // tree depth, about log2 p
     }
-    op.max_run = std::clamp<uint32_t>(op.frags / (4 * hops), 1, max_run_);
+    op.max_run = std::clamp<uint32_t>(std::max(op.frags / (4 * hops), min_run_), 1, max_run_);
   }
   ops_.push_back(std::move(op_ptr));
   if (buffer.empty()) {

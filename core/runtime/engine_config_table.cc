@@ -113,7 +113,7 @@ std::string format_node_aware(const EngineConfig& c) {
   return "auto";
 }
 
-const std::array<ConfigField<EngineConfig>, 18> kTable = {{
+const std::array<ConfigField<EngineConfig>, 19> kTable = {{
     {"algorithm", "auto", "broadcast algorithm; auto applies the decision function", parse_algo,
      [](const EngineConfig& c) { return std::string(algorithm_name(c.algorithm)); }},
     bool_field<&EngineConfig::multicast>("multicast", "on",
@@ -142,6 +142,10 @@ const std::array<ConfigField<EngineConfig>, 18> kTable = {{
         "run_size", "256k",
         "consecutive fragments for one peer go as one reliable message of up to this size, "
         "never held back to fill it; 0 = a message per fragment"),
+    size_field<&EngineConfig::run_min>(
+        "run_min", "32k",
+        "where ranks forward (chains, trees), the smallest run a message is split into to "
+        "pipeline the hops; less suits slow links, more fast ones"),
     {"knomial_radix", "4", "radix of the k-nomial tree, 2..64", parse_radix,
      [](const EngineConfig& c) { return std::to_string(c.knomial_radix); }},
     {"fibo_s", "1", "Fibo-tree send cost in model units", parse_fibo_s,

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "tests/unit/engine_fixtures.h"
 
 namespace ibbcast {
@@ -311,6 +313,53 @@ TEST(EngineRun, ALoneFragmentGoesAtOnceAsAnOrdinaryFrame) {
   ASSERT_TRUE(decode_frame(bytes_of, &f, &why));
   EXPECT_EQ(f.header.flags & kFlagRun, 0);
   EXPECT_EQ(f.fragments, 1u);
+}
+
+// The chain through 4 ranks, each forwarding to the next in runs: returns how many
+// messages each rank sent, after checking that every rank got the bytes.
+std::vector<uint64_t> chain_messages(const EngineConfig& cfg, std::size_t n) {
+  std::vector<std::unique_ptr<Engine>> ranks;
+  for (uint32_t r = 0; r < 4; ++r)
+    ranks.push_back(std::make_unique<Engine>(cfg, ident(r, 4)));
+  auto src = bytes(n, 8);
+  std::vector<std::vector<std::byte>> dst(4, std::vector<std::byte>(n));
+  std::vector<uint64_t> ids(4);
+  for (uint32_t r = 0; r < 4; ++r) {
+    auto id = ranks[r]->post(0, r == 0 ? std::span<std::byte>(src) : std::span<std::byte>(dst[r]),
+                             Nanos(0));
+    EXPECT_TRUE(id.is_ok());
+    ids[r] = id.is_ok() ? *id : 0;
+  }
+  for (uint32_t r = 0; r + 1 < 4; ++r) {
+    for (auto& [kind, f] : drain(*ranks[r], Nanos(r))) {
+      EXPECT_EQ(kind, Action::Kind::kReliable);
+      ranks[r + 1]->on_message(r, f, Nanos(r + 1));
+    }
+  }
+  std::vector<uint64_t> sent;
+  for (uint32_t r = 0; r < 4; ++r) {
+    if (r > 0) {
+      EXPECT_EQ(dst[r], src) << "rank " << r;
+    }
+    sent.push_back(ranks[r]->stats().messages_sent);
+  }
+  return sent;
+}
+
+TEST(EngineRun, ForwardersSplitAMessageIntoRunsOfAQuarterPerHopButNoLessThanRunMin) {
+  auto cfg = runs_of(Algorithm::kChain, 256 * 1024);
+  // 16 fragments through 3 hops: a quarter per hop is one fragment; run_min
+  // makes runs of 4 (fewer messages, each with its fixed cost).
+  cfg.run_min = 4 * kFrag;
+  EXPECT_EQ(chain_messages(cfg, 16 * kFrag), (std::vector<uint64_t>{4, 4, 4, 0}));
+  cfg.run_min = 0;  // a message per fragment, the pipeline's finest
+  EXPECT_EQ(chain_messages(cfg, 16 * kFrag), (std::vector<uint64_t>{16, 16, 16, 0}));
+  // 240 fragments: a quarter per hop is 20, more than run_min's 4.
+  cfg.run_min = 4 * kFrag;
+  EXPECT_EQ(chain_messages(cfg, 240 * kFrag), (std::vector<uint64_t>{12, 12, 12, 0}));
+  // A message smaller than run_min goes whole.
+  cfg.run_min = 64 * kFrag;
+  EXPECT_EQ(chain_messages(cfg, 10 * kFrag + 7), (std::vector<uint64_t>{1, 1, 1, 0}));
 }
 
 TEST(EngineRun, TwoStageRingCopiesGoAsRunsAndRepairEveryLoss) {
