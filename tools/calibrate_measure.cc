@@ -331,6 +331,7 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   // reproduces t1.
   const double hop = p.reliable.hop(1) + p.machine.fragment_us + p.machine.byte_us;
   p.machine.run_bytes = static_cast<double>(lin.run_size);
+  p.machine.run_min_bytes = static_cast<double>(lin.run_min);
   p.machine.bcast_us = std::max(t1 - hop, 0.0);
 
   if (boot.rank() != 0) return Status::ok();

@@ -43,6 +43,7 @@ constexpr Field kFields[] = {
     {"multicast.G_us_per_byte", nullptr, &MulticastCost::G, nullptr},
     {"engine.bcast_us", &MachineCosts::bcast_us, nullptr, nullptr},
     {"engine.run_bytes", &MachineCosts::run_bytes, nullptr, nullptr},
+    {"engine.run_min_bytes", &MachineCosts::run_min_bytes, nullptr, nullptr},
     {"engine.fragment_us", &MachineCosts::fragment_us, nullptr, nullptr},
     {"engine.byte_us", &MachineCosts::byte_us, nullptr, nullptr},
     {"link.mbit", &MachineCosts::link_mbit, nullptr, nullptr},

@@ -53,6 +53,10 @@ struct MachineCosts {
   /// run_size): a fragment that finds its rank still sending to the same peer costs its bytes,
   /// not a message's overhead, and likewise at the receiver. 0: a message per fragment.
   double run_bytes = 0;
+  /// Where ranks forward (chains, trees), a run holds at most a quarter of the message per
+  /// hop but no less than this (the engine's run_min; core/protocol/schedule.h
+  /// run_fragments). 0: a quarter per hop down to one fragment.
+  double run_min_bytes = 0;
   /// CPU per byte of large reliable messages (every thread, kernel included) at the sender
   /// and at the receiver, beyond LogGP's G, which is the stream's rate with a core at each
   /// end. A send takes max(G, send_cpu) per byte of its rank; a receiver copies the bytes
@@ -91,7 +95,8 @@ struct ModelParams {
 ///   reliable.L_us reliable.o_us reliable.g_us reliable.G_us_per_byte
 ///   multicast.o_s_us multicast.o_r_us multicast.L_us multicast.G_us_per_byte
 ///   reliable.send_cpu_us_per_byte reliable.recv_cpu_us_per_byte
-///   engine.bcast_us engine.run_bytes engine.fragment_us engine.byte_us cpu.cores
+///   engine.bcast_us engine.run_bytes engine.run_min_bytes engine.fragment_us engine.byte_us
+///   cpu.cores
 ///   link.mbit link.burst_bytes link.idle_us link.previous_broadcasts
 /// A key left out keeps its default (LogGP's defaults, the rest 0). `comment` (lines without
 /// the '#') heads the file: where and how the values were measured.

@@ -105,6 +105,16 @@ class Sim {
     const uint64_t fs = std::max<uint32_t>(sp.in.fragment_size, 1);
     m_ = sched.pipelined() ? std::min<uint64_t>(fs, sp.in.n) : sp.in.n;
     m_last_ = sp.in.n - (f_ - 1) * m_;
+    if (runs_) {
+      // The engine's bound on a run (run_fragments): the channel's, and where ranks forward
+      // fragment by fragment the pipeline's.
+      const double frag = static_cast<double>(m_), most = std::floor(sp.machine.run_bytes / frag),
+                   least = std::ceil(sp.machine.run_min_bytes / frag);
+      const uint32_t k = run_fragments(sp.in.algorithm, p_, static_cast<uint32_t>(f_),
+                                       static_cast<uint32_t>(std::clamp(least, 1.0, 1048576.0)),
+                                       static_cast<uint32_t>(std::clamp(most, 1.0, 1048576.0)));
+      run_cap_ = static_cast<double>(k) * frag;
+    }
   }
 
   SimResult run() {
@@ -198,7 +208,7 @@ class Sim {
       // A fragment that finds the rank still sending to the same child joins that run (the
       // engine's run_size): its bytes, not another message's overhead.
       const bool joins = runs_ && (port_[r] > t || in_run) && send_run_[r].peer == c &&
-                         send_run_[r].bytes + m <= sp_.machine.run_bytes;
+                         send_run_[r].bytes + m <= run_cap_;
       const double o = joins ? 0 : g.o;
       const double cpu = std::max(g.G, sp_.machine.send_cpu_us_per_byte);
       const double head = joins ? 0 : std::max(g.g, g.o);
@@ -505,6 +515,7 @@ class Sim {
     uint64_t bytes = 0;
   };
   bool runs_ = false;
+  double run_cap_ = 0;  // bytes one run may hold (machine mode)
   std::vector<Run> send_run_;
   std::vector<Transfer> transfers_;  // machine mode: messages on the wire
   std::vector<uint32_t> free_;       // their free slots

@@ -70,29 +70,7 @@ Result<uint64_t> Engine::post(uint32_t root, std::span<std::byte> buffer, Nanos 
   op.buffer = buffer;
   op.frags = sp.fragments;
   op.last_progress = now;
-  // A rank forwards a run once it holds all of it, so where ranks forward
-  // (chains, trees, the allgather ring) a run is the pipeline's step: a
-  // message in one run crosses h hops in h times its own time, in r runs in
-  // (r + h - 1) steps of 1/r of it. A quarter of the message per hop keeps a
-  // slow link's pipeline within ~25 % of one crossing (2.4x n/R measured at
-  // 8 ranks, 200 Mbit/s, 1 MiB, with whole 256 KiB runs). But each run is a
-  // message with its fixed cost, which on a fast link outweighs the
-  // pipeline's gain below run_min: a 64 KiB binomial broadcast at 4 ranks
-  // took 2-3x longer in runs of one jumbo fragment than in runs of four.
-  // Linear and the two-stage ring do not forward what they receive: their
-  // runs stay whole.
-  op.max_run = max_run_;
-  if (algo != Algorithm::kLinear && algo != Algorithm::kTwoStage) {
-    uint32_t hops = 1;
-    if (algo == Algorithm::kChain || algo == Algorithm::kFragmentedChain ||
-        algo == Algorithm::kScatterAllgather) {
-      hops = std::max<uint32_t>(id_.size, 2) - 1;
-    } else {
-      while ((1u << hops) < id_.size)
-        ++hops;  // tree depth, about log2 p
-    }
-    op.max_run = std::clamp<uint32_t>(std::max(op.frags / (4 * hops), min_run_), 1, max_run_);
-  }
+  op.max_run = run_fragments(algo, id_.size, op.frags, min_run_, max_run_);
   ops_.push_back(std::move(op_ptr));
   if (buffer.empty()) {
     // n = 0 is a no-op on every rank, so it consumes no broadcast id.

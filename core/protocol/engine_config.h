@@ -41,11 +41,12 @@ struct EngineConfig {
   /// never held back to fill it. 0 or less than two fragments: one message
   /// per fragment.
   uint64_t run_size = 256 * 1024;
-  /// Where ranks forward what they receive (chains, trees), a message goes in
-  /// runs of a quarter of it per hop, so that the hops overlap, but none smaller
-  /// than this many bytes (or the message): a run is a message with its fixed
-  /// cost, which on a fast link costs more than the overlap wins. A slow link
-  /// (a few hundred Mbit/s) pipelines better with less.
+  /// Where ranks forward fragment by fragment (the fragmented chain, the split
+  /// binary tree, the allgather ring), a message goes in runs of a quarter of it
+  /// per hop, so that the hops overlap, but none smaller than this many bytes
+  /// (or the message): a run is a message with its fixed cost, which on a fast
+  /// link costs more than the overlap wins. A slow link (a few hundred Mbit/s)
+  /// pipelines better with less.
   uint64_t run_min = 32 * 1024;
   uint32_t knomial_radix = 4;
   uint32_t fibo_s = 1;  ///< Fibo-tree send cost (model units)

@@ -28,6 +28,25 @@ Schedule::Schedule(const ScheduleParams& params, std::shared_ptr<const FiboTree>
                   : std::make_shared<const FiboTree>(params_.size, params_.fibo_s, params_.fibo_r);
 }
 
+uint32_t run_fragments(Algorithm algorithm, uint32_t size, uint32_t fragments, uint32_t min_run,
+                       uint32_t max_run) {
+  max_run = std::max<uint32_t>(max_run, 1);
+  uint32_t hops = 1;
+  switch (algorithm) {
+    case Algorithm::kFragmentedChain:
+    case Algorithm::kScatterAllgather:
+      hops = std::max<uint32_t>(size, 2) - 1;
+      break;
+    case Algorithm::kSplitBinary:
+      while (hops < 31 && (1u << hops) < size)
+        ++hops;  // tree depth, about log2 p
+      break;
+    default:
+      return max_run;
+  }
+  return std::clamp<uint32_t>(std::max(fragments / (4 * hops), min_run), 1, max_run);
+}
+
 bool Schedule::pipelined() const {
   switch (params_.algorithm) {
     case Algorithm::kTwoStage:

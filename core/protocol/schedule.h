@@ -23,6 +23,22 @@ struct ScheduleParams {
   uint32_t fibo_s = 1, fibo_r = 3;
 };
 
+/// How many fragments one reliable message (a run) of a broadcast carries at most, given
+/// the channel's bound `max_run` and the floor `min_run` (fragments of the `run_min` knob).
+/// Where ranks forward fragment by fragment (the pipelined fragmented chain, split binary
+/// tree and allgather ring), a rank forwards a run once it holds all of it, so a run is the
+/// pipeline's step: a message in one run crosses h hops in h times its own time, in r runs
+/// in (r + h - 1) steps of 1/r of it. A quarter of the message per hop keeps a slow link's
+/// pipeline within ~25 % of one crossing (2.4x n/R measured at 8 ranks, 200 Mbit/s, 1 MiB,
+/// with whole 256 KiB runs). But each run is a message with its fixed cost, which on a fast
+/// link outweighs the pipeline's gain below min_run (64 KiB through 4 ranks took 2-3x longer
+/// in runs of one jumbo fragment than in runs of four). Every other algorithm sends whole
+/// runs (max_run): linear and the two-stage ring do not forward what they receive, and the
+/// store-and-forward trees and chain forward only once they hold the whole message, so
+/// smaller runs would only add messages. Always at least 1.
+uint32_t run_fragments(Algorithm algorithm, uint32_t size, uint32_t fragments, uint32_t min_run,
+                       uint32_t max_run);
+
 /// The forwarding rule of one broadcast for every rank. Cheap to build for all algorithms
 /// except the Fibo-tree, whose FiboTree it shares (pass a cached shared_ptr or it builds one).
 /// Out-of-range parameters are caller bugs; they are normalised rather than trapped (no

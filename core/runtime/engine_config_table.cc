@@ -144,8 +144,8 @@ const std::array<ConfigField<EngineConfig>, 19> kTable = {{
         "never held back to fill it; 0 = a message per fragment"),
     size_field<&EngineConfig::run_min>(
         "run_min", "32k",
-        "where ranks forward (chains, trees), the smallest run a message is split into to "
-        "pipeline the hops; less suits slow links, more fast ones"),
+        "where ranks forward fragment by fragment (fragmented chain, split binary, allgather), "
+        "the smallest run a message is split into to pipeline the hops; less suits slow links"),
     {"knomial_radix", "4", "radix of the k-nomial tree, 2..64", parse_radix,
      [](const EngineConfig& c) { return std::to_string(c.knomial_radix); }},
     {"fibo_s", "1", "Fibo-tree send cost in model units", parse_fibo_s,

@@ -22,6 +22,7 @@ ModelParams measured(double link_mbit) {
   m.multicast = MulticastCost{0.51, 0.09, 17.7, 0.000151};
   m.bcast_us = 42.2;
   m.run_bytes = 262144;
+  m.run_min_bytes = 32768;
   m.fragment_us = 0.035;
   m.byte_us = 4.9e-5;
   m.cores = 2;

@@ -346,8 +346,8 @@ std::vector<uint64_t> chain_messages(const EngineConfig& cfg, std::size_t n) {
   return sent;
 }
 
-TEST(EngineRun, ForwardersSplitAMessageIntoRunsOfAQuarterPerHopButNoLessThanRunMin) {
-  auto cfg = runs_of(Algorithm::kChain, 256 * 1024);
+TEST(EngineRun, PipelinedForwardersSplitAMessageIntoRunsOfAQuarterPerHopButNoLessThanRunMin) {
+  auto cfg = runs_of(Algorithm::kFragmentedChain, 256 * 1024);
   // 16 fragments through 3 hops: a quarter per hop is one fragment; run_min
   // makes runs of 4 (fewer messages, each with its fixed cost).
   cfg.run_min = 4 * kFrag;
@@ -360,6 +360,13 @@ TEST(EngineRun, ForwardersSplitAMessageIntoRunsOfAQuarterPerHopButNoLessThanRunM
   // A message smaller than run_min goes whole.
   cfg.run_min = 64 * kFrag;
   EXPECT_EQ(chain_messages(cfg, 10 * kFrag + 7), (std::vector<uint64_t>{1, 1, 1, 0}));
+}
+
+TEST(EngineRun, StoreAndForwardRanksSendTheWholeMessageInRunsAsLargeAsTheChannelTakes) {
+  // The chain forwards only once it holds everything: smaller runs would pipeline nothing.
+  auto cfg = runs_of(Algorithm::kChain, 8 * kFrag + kHeaderSize);
+  cfg.run_min = 0;
+  EXPECT_EQ(chain_messages(cfg, 16 * kFrag), (std::vector<uint64_t>{2, 2, 2, 0}));
 }
 
 TEST(EngineRun, TwoStageRingCopiesGoAsRunsAndRepairEveryLoss) {

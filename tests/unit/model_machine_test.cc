@@ -51,6 +51,29 @@ TEST(MachineSim, ReceivingOccupiesTheRank) {
   EXPECT_DOUBLE_EQ(last(sp), std::max(own1, own0 + d) + fly + recv);
 }
 
+TEST(MachineSim, PipelinedRunsFollowTheEnginesSplit) {
+  // 16 fragments through the fragmented chain of 4 ranks. A quarter of the message per hop is
+  // one fragment, so without run_min no fragment joins a run; with it they do, and the
+  // fixed costs they save make it faster here (a fast link).
+  SimParams sp = base(Algorithm::kFragmentedChain, 4, 16 * 1024);
+  sp.machine.fragment_us = 0.5;
+  const double single = last(sp);
+  sp.machine.run_bytes = 65536;
+  EXPECT_DOUBLE_EQ(last(sp), single);
+  sp.machine.run_min_bytes = 8 * 1024;
+  const double eights = last(sp);
+  sp.machine.run_min_bytes = 16 * 1024;
+  const double whole = last(sp);
+  EXPECT_LT(eights, single);
+  EXPECT_LT(whole, single);
+  // Store and forward (the chain) sends the message whole whatever run_min says.
+  SimParams chain = base(Algorithm::kChain, 4, 16 * 1024);
+  chain.machine = sp.machine;
+  const double c16 = last(chain);
+  chain.machine.run_min_bytes = 0;
+  EXPECT_DOUBLE_EQ(last(chain), c16);
+}
+
 TEST(MachineSim, SharedCoresQueueWork) {
   // Linear to 3 ranks on one core: the root's sends and the receivers' receives all take it.
   SimParams sp = base(Algorithm::kLinear, 4, 1);
@@ -165,6 +188,8 @@ TEST(MachineParams, RoundTrip) {
   p.machine.multicast = MulticastCost{3.5, 1.25, 2, 0.0004};
   p.machine.bcast_us = 11;
   p.machine.fragment_us = 0.042;
+  p.machine.run_bytes = 262144;
+  p.machine.run_min_bytes = 32768;
   p.machine.byte_us = 0.0001;
   p.machine.cores = 2;
   p.machine.link_mbit = 200;
@@ -181,6 +206,8 @@ TEST(MachineParams, RoundTrip) {
   EXPECT_DOUBLE_EQ(q->machine.multicast.G, 0.0004);
   EXPECT_DOUBLE_EQ(q->machine.bcast_us, 11);
   EXPECT_DOUBLE_EQ(q->machine.fragment_us, 0.042);
+  EXPECT_DOUBLE_EQ(q->machine.run_bytes, 262144);
+  EXPECT_DOUBLE_EQ(q->machine.run_min_bytes, 32768);
   EXPECT_EQ(q->machine.cores, 2u);
   EXPECT_DOUBLE_EQ(q->machine.link_mbit, 200);
   EXPECT_DOUBLE_EQ(q->machine.link_burst_bytes, 32768);
