@@ -53,9 +53,10 @@ struct MachineCosts {
   /// run_size): a fragment that finds its rank still sending to the same peer costs its bytes,
   /// not a message's overhead, and likewise at the receiver. 0: a message per fragment.
   double run_bytes = 0;
-  /// Where ranks forward (chains, trees), a run holds at most a quarter of the message per
-  /// hop but no less than this (the engine's run_min; core/protocol/schedule.h
-  /// run_fragments). 0: a quarter per hop down to one fragment.
+  /// Where ranks forward fragment by fragment (the fragmented chain, split binary, the
+  /// allgather ring), a run holds at most a quarter of the message per hop but no less than
+  /// this (the engine's run_min; core/protocol/schedule.h run_fragments). 0: a quarter per
+  /// hop down to one fragment.
   double run_min_bytes = 0;
   /// CPU per byte of large reliable messages (every thread, kernel included) at the sender
   /// and at the receiver, beyond LogGP's G, which is the stream's rate with a core at each

@@ -18,11 +18,11 @@ Engine::Engine(const EngineConfig& cfg, const EngineIdentity& id) : cfg_(cfg), i
   uint64_t bound = cfg_.run_size;
   if (id_.max_message != 0) bound = std::min<uint64_t>(bound, id_.max_message);
   const uint64_t room = bound > kHeaderSize ? bound - kHeaderSize : 0;
-  if (per_fragment != 0)
+  if (per_fragment != 0) {
     max_run_ = static_cast<uint32_t>(std::clamp<uint64_t>(room / per_fragment, 1, 1u << 20));
-  if (per_fragment != 0)
     min_run_ = static_cast<uint32_t>(
         std::clamp<uint64_t>((cfg_.run_min + per_fragment - 1) / per_fragment, 1, 1u << 20));
+  }
   action_trailer_.resize(
       std::max<std::size_t>(kCrcSize + kAuthTagSize, std::size_t{max_run_} * kAuthTagSize));
 }

@@ -179,7 +179,7 @@ class Engine {
   std::vector<std::byte> action_trailer_;  // CRC, or a tag per fragment of the run
   uint32_t action_fragments_ = 0;          // fragments the ready action carries
   uint32_t max_run_ = 1;                   // fragments one reliable message may carry
-  uint32_t min_run_ = 1;                   // fragments a forwarding algorithm's run holds at least
+  uint32_t min_run_ = 1;                   // run_min in fragments (run_fragments)
 };
 
 }  // namespace ibbcast
