@@ -3,6 +3,7 @@
 #include <chrono>
 #include <deque>
 #include <random>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -144,9 +145,22 @@ class FaultyP2p final : public P2pChannel {
     if (s_->count_and_check_dead()) return true;  // swallowed: the rank is dead
     if (s_->spec.send_error_after != 0 && s_->sends.fetch_add(1) >= s_->spec.send_error_after)
       return make_error(Errc::kDeviceLost, "injected: this rank's reliable channel broke");
+    if (s_->spec.p2p_stall_after != 0 && stalled_peers_.count(peer) == 0 &&
+        p2p_sends_++ >= s_->spec.p2p_stall_after) {
+      stalled_.push_back({peer, token});
+      return false;  // in flight for ever, until abandoned
+    }
+    if (stalled_peers_.count(peer) != 0)
+      return make_error(Errc::kPeerFailed, "injected: rank " + std::to_string(peer) + " cut off");
     return inner_->send(peer, frame, token);
   }
   std::size_t poll(std::span<P2pEvent> out) override {
+    std::size_t k = 0;
+    for (; k < out.size() && !injected_.empty(); ++k) {
+      out[k] = std::move(injected_.front());
+      injected_.pop_front();
+    }
+    if (k != 0) return k;
     std::size_t n = inner_->poll(out);
     if (!s_->dead) return n;
     for (std::size_t i = 0; i < n; ++i) {
@@ -157,12 +171,36 @@ class FaultyP2p final : public P2pChannel {
   void release(const RecvView& view) override { inner_->release(view); }
   int event_fd() const override { return inner_->event_fd(); }
   uint32_t max_message() const override { return inner_->max_message(); }
-  Status arm() override { return inner_->arm(); }
+  Status arm() override {
+    if (!injected_.empty()) return make_error(Errc::kAgain, "injected events pending");
+    return inner_->arm();
+  }
   void hand_off() override {
     if (!s_->dead) inner_->hand_off();
   }
   void depart(bool clean, Nanos linger) override {
     if (!s_->dead) inner_->depart(clean, linger);
+  }
+  void abandon(uint64_t token) override {
+    // As a channel over a cut connection: the abandoned sends end, with
+    // their peers failed.
+    std::erase_if(stalled_, [&](const std::pair<uint32_t, uint64_t>& s) {
+      if (s.second != token) return false;
+      if (stalled_peers_.insert(s.first).second) {
+        P2pEvent f;
+        f.kind = P2pEvent::Kind::kPeerFailed;
+        f.peer = s.first;
+        f.reason = "injected: sends to rank " + std::to_string(s.first) + " abandoned";
+        injected_.push_back(std::move(f));
+      }
+      P2pEvent e;
+      e.kind = P2pEvent::Kind::kSendComplete;
+      e.peer = s.first;
+      e.token = token;
+      injected_.push_back(std::move(e));
+      return true;
+    });
+    if (!s_->dead) inner_->abandon(token);
   }
   Result<MemoryRegion> register_memory(std::span<std::byte> r) override {
     return inner_->register_memory(r);
@@ -172,6 +210,10 @@ class FaultyP2p final : public P2pChannel {
  private:
   std::unique_ptr<P2pChannel> inner_;
   std::shared_ptr<Shared> s_;
+  uint64_t p2p_sends_ = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> stalled_;  // peer, token: in flight for ever
+  std::set<uint32_t> stalled_peers_;                    // failed once abandoned
+  std::deque<P2pEvent> injected_;
 };
 
 class FaultyTransport final : public Transport {

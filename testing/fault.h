@@ -34,12 +34,17 @@ struct FaultSpec {
   /// with kAgain for ever: this rank's NIC stopped sending (a send queue
   /// that froze), its process lives and still receives (0: never).
   uint64_t mcast_stall_after = 0;
+  /// After this many reliable sends every further one is accepted and stays
+  /// in flight for ever, as over a connection whose peer is cut off: it ends
+  /// only when the group abandons it (P2pChannel::abandon), which also fails
+  /// its peer (0: never).
+  uint64_t p2p_stall_after = 0;
   /// Only this rank is decorated (-1: every rank): one faulty node in a run
   /// whose ranks all get the same spec.
   int64_t rank = -1;
 
   /// "drop=0.3,burst=2,dup=0.1,reorder=0.1,corrupt=0.05,truncate=0.01,delay=1ms,kill_after=50,
-  /// send_error_after=20,mcast_stall_after=5,rank=1,seed=7"
+  /// send_error_after=20,mcast_stall_after=5,p2p_stall_after=5,rank=1,seed=7"
   static Result<FaultSpec> parse(std::string_view text);
   std::string to_string() const;
 };

@@ -52,7 +52,7 @@ Result<FaultSpec> FaultSpec::parse(std::string_view text) {
       if (!p) return p.status();
       *prob = *p;
     } else if (k == "burst" || k == "seed" || k == "kill_after" || k == "send_error_after" ||
-               k == "mcast_stall_after") {
+               k == "mcast_stall_after" || k == "p2p_stall_after") {
       auto u = parse_uint(v);
       if (!u) return u.status();
       if (k == "burst") f.burst = static_cast<uint32_t>(*u == 0 ? 1 : *u);
@@ -60,6 +60,7 @@ Result<FaultSpec> FaultSpec::parse(std::string_view text) {
       if (k == "kill_after") f.kill_after = *u;
       if (k == "send_error_after") f.send_error_after = *u;
       if (k == "mcast_stall_after") f.mcast_stall_after = *u;
+      if (k == "p2p_stall_after") f.p2p_stall_after = *u;
     } else if (k == "rank") {
       auto u = parse_uint(v);
       if (!u) return u.status();
@@ -72,7 +73,7 @@ Result<FaultSpec> FaultSpec::parse(std::string_view text) {
       return make_error(Errc::kInvalidArgument,
                         "unknown fault '" + std::string(k) +
                             "' (drop, burst, dup, reorder, corrupt, truncate, delay, kill_after, "
-                            "send_error_after, mcast_stall_after, rank, seed)");
+                            "send_error_after, mcast_stall_after, p2p_stall_after, rank, seed)");
     }
   }
   return f;
@@ -83,7 +84,8 @@ std::string FaultSpec::to_string() const {
   o << "seed=" << seed << ",drop=" << drop << ",burst=" << burst << ",dup=" << duplicate
     << ",reorder=" << reorder << ",corrupt=" << corrupt << ",truncate=" << truncate
     << ",delay=" << format_duration(delay) << ",kill_after=" << kill_after
-    << ",send_error_after=" << send_error_after << ",mcast_stall_after=" << mcast_stall_after;
+    << ",send_error_after=" << send_error_after << ",mcast_stall_after=" << mcast_stall_after
+    << ",p2p_stall_after=" << p2p_stall_after;
   if (rank >= 0) o << ",rank=" << rank;
   return o.str();
 }

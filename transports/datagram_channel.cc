@@ -72,6 +72,10 @@ class DatagramChannel final : public P2pChannel {
     auto lock = helper_.owner_lock();
     inner_->depart(clean, linger);
   }
+  void abandon(uint64_t token) override {
+    auto lock = helper_.owner_lock();
+    inner_->abandon(token);
+  }
 
  private:
   // One turn while the owner is away: a bounded batch of what the channel

@@ -42,6 +42,7 @@ class WatchedP2p final : public P2pChannel {
   uint32_t max_message() const override { return inner_->max_message(); }
   Status arm() override { return inner_->arm(); }
   void hand_off() override { inner_->hand_off(); }
+  void abandon(uint64_t token) override { inner_->abandon(token); }
   void depart(bool clean, Nanos linger) override { inner_->depart(clean, linger); }
   Result<MemoryRegion> register_memory(std::span<std::byte> r) override {
     return inner_->register_memory(r);

@@ -102,6 +102,12 @@ Result<bool> Group::Impl::engine_test(uint64_t request) {
   Status st;
   switch (engine_->state(request, &st)) {
     case OpState::kPending:
+      // Failed (its timeout, a peer's failure) with sends still in flight: a
+      // channel that would hold them until a cut-off peer takes them (UCX
+      // retransmits over TCP for many minutes) ends them now, so that the
+      // failure is reported within the timeout and the buffer is the
+      // caller's again.
+      if (engine_->failed(request)) p2p_->abandon(request);
       return false;
     case OpState::kDone:
       if (request == landing_op_) end_landing({});

@@ -6,7 +6,7 @@
 # that the fault happened and was repaired, from the statistics it prints.
 # Usage: netns_bcast.sh IBBCAST SCENARIO [RANKS]
 #   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared | nojoin | decorator
-#             | cut
+#             | cut | cut_large
 #             late (rank LATE_RANK enters the last broadcast LATE late — LATE_HOW sleep, busy or
 #               stop (SIGSTOP, then SIGCONT) — while the others finish it and destroy their groups;
 #               one group per algorithm, all rooted at LATE_ROOT; no timeout: every byte arrives)
@@ -19,6 +19,7 @@
 #   TRANSPORT=udp (default) | dpdk: the multicast backend (dpdk: af_packet on each host's eth0)
 set -uo pipefail
 bin=$1 scenario=$2 ranks=${3:-8} iterations=${ITERATIONS:-8} transport=${TRANSPORT:-udp}
+size=200k
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed"; exit 77; }
 
@@ -75,6 +76,12 @@ case $scenario in
     # (stage 2 over TCP on the fabric: shared memory between the processes would not be cut)
     iterations=${ITERATIONS:-100000} timeout_env+=" -x UCX_TLS=tcp"
     fault='{ sleep 3; "$IBBCAST_NETNS_FABRIC" partition "$IBBCAST_NETNS_PREFIX" 0; } & true' ;;
+  cut_large)  # the same with 16 MiB broadcasts (the fragmented chain): when the link dies the
+    # root still has sends queued in UCX, which would retransmit them over TCP for many
+    # minutes; its broadcast must fail within the timeout all the same (it hung, and so did
+    # the table: the others wait for it to gather the results)
+    iterations=${ITERATIONS:-100000} timeout_env+=" -x UCX_TLS=tcp" size=16m ranks=${3:-4} hosts=${3:-4}
+    fault='{ sleep 4; "$IBBCAST_NETNS_FABRIC" partition "$IBBCAST_NETNS_PREFIX" 0; } & true' ;;
   kill0)  # the same without a timeout: only the dead process's closed connections tell
     fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 100'
     launcher="--enable-recovery" runopt="--kill-rank 3" timeout_env="" ;;
@@ -101,14 +108,14 @@ trap 'rm -f "$out"' EXIT
   $fault || exit 3
   timeout 300 mpirun --allow-run-as-root --oversubscribe $launcher -np $ranks \
     -x IBBCAST_NETNS_PREFIX $timeout_env ${IBB_MPIRUN_ENV:-} \
-    '$bin' run --size 200k --iterations $iterations --udp-interface eth0 --udp-family $family \
+    '$bin' run --size $size --iterations $iterations --udp-interface eth0 --udp-family $family \
     $runopt
   rc=\$?
   $after
   exit \$rc" >"$out" 2>&1
 rc=$?
 cat "$out"
-if [[ $scenario == cut ]]; then
+if [[ $scenario == cut || $scenario == cut_large ]]; then
   # Cut off mid-run, the run cannot pass; every rank returns and appears in rank 0's table
   # (gathered over PMIx, off the fabric): the others with the error of their broadcast (its
   # timeout, or the root's failure), the root with whatever its own part came to.
@@ -120,7 +127,7 @@ if [[ $scenario == cut ]]; then
     ((r == 0)) || [[ $result == timed_out* || $result == peer_failed* ]] ||
       { echo "FAIL: rank $r: $result"; fails=1; }
   done
-  [[ $fails -eq 0 ]] && echo "scenario cut: ok (every rank returned; the others failed within the timeout)"
+  [[ $fails -eq 0 ]] && echo "scenario $scenario: ok (every rank returned; the others failed within the timeout)"
   exit $fails
 fi
 if [[ $scenario == kill || $scenario == kill0 ]]; then

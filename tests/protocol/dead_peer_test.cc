@@ -184,6 +184,43 @@ TEST(DeadPeer, ARootWhoseMulticastStopsFailsWithinTheTimeoutToo) {
   }
 }
 
+TEST(DeadPeer, ARootWhoseReliableSendsNeverLeaveFailsWithinTheTimeout) {
+  // The root's connections are cut after two reliable messages: its channel takes every
+  // further send and holds it in flight for ever (UCX over TCP retransmits for many minutes).
+  // A failed broadcast is reported only once no send still reads its buffer, so the root hung
+  // although its broadcast had timed out: the group now abandons such sends.
+  for (Algorithm a : {Algorithm::kTwoStage, Algorithm::kFragmentedChain}) {
+    RankSetup setup;
+    setup.ranks = 4;
+    setup.config.algorithm = a;
+    setup.config.timeout = kTimeout;
+    FaultSpec cut;
+    cut.p2p_stall_after = 2;
+    setup.faults = {cut, std::nullopt, std::nullopt, std::nullopt};
+    const std::size_t n = 64 * 4096;
+    const auto want = pattern(n, 6);
+    std::vector<Survivor> out(setup.ranks);
+    run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric&) -> Status {
+      std::vector<std::byte> buf = r == 0 ? want : std::vector<std::byte>(n);
+      const Nanos t0 = monotonic_now();
+      out[r].first = g.bcast(0, buf.data(), n);
+      out[r].elapsed = monotonic_now() - t0;
+      out[r].bytes_ok = buf == want;
+      return Status::ok();
+    });
+    // Every rank returns within the bound, the root with an error.
+    check_survivors(out, setup.ranks, std::string(algorithm_name(a)).c_str());
+    EXPECT_FALSE(out[0].first.is_ok()) << algorithm_name(a);
+    if (a == Algorithm::kTwoStage) {
+      // Every datagram went out: the others need nothing from the root's ring copy, and the
+      // root's own timeout is what ends its broadcast.
+      EXPECT_EQ(out[0].first.code(), Errc::kTimedOut) << out[0].first.to_string();
+      for (uint32_t r = 1; r < setup.ranks; ++r)
+        EXPECT_TRUE(out[r].first.is_ok() && out[r].bytes_ok) << "rank " << r;
+    }
+  }
+}
+
 TEST(DeadPeer, PostingToAFailedGroupIsAnImmediateError) {
   RankSetup setup;
   setup.ranks = 3;

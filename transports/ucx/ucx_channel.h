@@ -106,6 +106,9 @@ class Channel : public P2pChannel {
   /// Whether the goodbye says "finished" (see ~Channel), and the bound on
   /// waiting for acknowledgements (0: none).
   void depart(bool clean, Nanos linger) override;
+  /// Fails every peer with a send of `token` in flight and closes its
+  /// endpoint by force, which ends those sends (ucx_departure.cc).
+  void abandon(uint64_t token) override;
   /// Registers `range` (ucp_mem_map) through the registration cache, from
   /// ucx_register_min bytes on; stage-2 sends of bytes inside it pass UCX
   /// the memory handle. An empty region when registration is off or the

@@ -4,6 +4,7 @@
 // whose endpoint fails, or that leaves with a broadcast unfinished, is failed.
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -33,6 +34,31 @@ void Channel::depart(bool clean, Nanos linger) {
   // and its channel would only close when the group is freed: until then a
   // successor waited, without a deadline, for a part that would never come.
   if (!clean) send_goodbyes();
+}
+
+void Channel::abandon(uint64_t token) {
+  auto lock = owner_lock();
+  std::vector<uint32_t> cut;
+  for (const auto& [raw, op] : sends_) {
+    if (op->token == token && std::find(cut.begin(), cut.end(), op->peer) == cut.end())
+      cut.push_back(op->peer);
+  }
+  for (uint32_t r : cut) {
+    Peer& p = peers_[r];
+    if (p.ep == nullptr) continue;
+    fail_peer(r, "ucx: sends to rank " + std::to_string(r) +
+                     " abandoned: the broadcast waiting for them failed");
+    // A forced close ends the endpoint's requests, our sends among them
+    // (their callbacks report them complete, with an error); UCX frees the
+    // close request itself once it is done.
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t req = ucp_ep_close_nbx(p.ep, &param);
+    if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);
+    p.ep = nullptr;
+  }
+  if (!cut.empty()) ucp_worker_progress(worker_);
 }
 
 void Channel::close_endpoints() {
