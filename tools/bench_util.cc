@@ -39,13 +39,24 @@ Status read_plan(const Args& args, BenchPlan& plan) {
   auto it = parse_uint(option(args, "iterations", "20"));
   auto wu = parse_uint(option(args, "warmup", "3"));
   auto root = parse_uint(option(args, "root", "0"));
-  for (const Status& st : {it.status(), wu.status(), root.status()})
+  auto rounds = parse_uint(option(args, "rounds", "1"));
+  for (const Status& st : {it.status(), wu.status(), root.status(), rounds.status()})
     IBBCAST_RETURN_IF_ERROR(st);
   plan.iterations = static_cast<uint32_t>(std::max<uint64_t>(*it, 1));
   plan.warmup = static_cast<uint32_t>(*wu);
   plan.root = static_cast<uint32_t>(*root);
   plan.per_node = option(args, "max-only", "") != "1";
+  if (*rounds < 1 || *rounds > plan.iterations) {
+    return make_error(Errc::kInvalidArgument, "bench: --rounds takes 1 to --iterations (" +
+                                                  std::to_string(plan.iterations) + "), got " +
+                                                  std::to_string(*rounds));
+  }
+  plan.rounds = static_cast<uint32_t>(*rounds);
   return Status::ok();
+}
+
+uint32_t round_iterations(const BenchPlan& plan, uint32_t round) {
+  return plan.iterations / plan.rounds + (round < plan.iterations % plan.rounds ? 1 : 0);
 }
 
 Status Pinger::send(uint32_t to) {
@@ -148,9 +159,10 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-Status max_over_ranks(Bootstrap& boot, Group& g, const BenchPlan& plan, std::vector<std::byte>& buf,
-                      const std::function<void()>& idle, std::vector<double>* max_us) {
-  for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
+Status max_over_ranks(Bootstrap& boot, Group& g, const BenchPlan& plan, uint32_t iterations,
+                      std::vector<std::byte>& buf, const std::function<void()>& idle,
+                      std::vector<double>* max_us) {
+  for (uint32_t it = 0; it < plan.warmup + iterations; ++it) {
     IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
     const Nanos t0 = monotonic_now();
     IBBCAST_RETURN_IF_ERROR(g.bcast(plan.root, buf.data(), buf.size()));

@@ -15,13 +15,27 @@ struct BenchPlan {
   std::vector<uint64_t> sizes;
   std::vector<Algorithm> algorithms;
   uint32_t iterations = 20, warmup = 3, root = 0;
+  uint32_t rounds = 1;   ///< the sweep's passes; each cell's iterations split over them
   bool per_node = true;  ///< --max-only skips the (p-1)-times longer per-node method
   std::chrono::microseconds root_wait{200};  ///< how much later the root enters
 };
 
 /// --sizes 1,1k,64k (default 1..16m by powers of 4), --algorithms a,b
-/// (default: every algorithm), --iterations, --warmup, --root.
+/// (default: every algorithm), --iterations, --warmup, --root, --rounds
+/// (at most --iterations).
 Status read_plan(const Args& args, BenchPlan& plan);
+
+/// Round `round`'s share of plan.iterations: the iterations split as evenly as
+/// they go, the first rounds taking one more.
+uint32_t round_iterations(const BenchPlan& plan, uint32_t round);
+
+/// One cell's samples, pooled over the rounds.
+struct CellSamples {
+  explicit CellSamples(uint32_t ranks) : node(ranks), impossible(ranks, 0) {}
+  std::vector<std::vector<double>> node;  ///< per-node samples by target (µs)
+  std::vector<uint32_t> impossible;       ///< by target: sooner than half a round trip
+  std::vector<double> max_us;             ///< max over ranks, per iteration
+};
 
 /// One-byte pings on a reliable channel of their own, so the measurement does
 /// not share a queue with the broadcast it measures.
@@ -53,10 +67,12 @@ class Pinger {
 
 double median(std::vector<double> v);
 
-/// Per iteration: a barrier, each rank's time to completion, the maximum over
-/// ranks (allgather); returns every iteration's maximum on every rank.
-Status max_over_ranks(Bootstrap& boot, Group& g, const BenchPlan& plan, std::vector<std::byte>& buf,
-                      const std::function<void()>& idle, std::vector<double>* max_us);
+/// Per iteration (`iterations` after the warm-up): a barrier, each rank's time
+/// to completion, the maximum over ranks (allgather); appends every
+/// iteration's maximum on every rank.
+Status max_over_ranks(Bootstrap& boot, Group& g, const BenchPlan& plan, uint32_t iterations,
+                      std::vector<std::byte>& buf, const std::function<void()>& idle,
+                      std::vector<double>* max_us);
 
 void print_csv_header();
 void print_csv_rows(Algorithm algo, uint64_t size, uint32_t ranks, uint32_t root,

@@ -7,6 +7,7 @@
 //    subtracted. Every rank is the target in turn; medians are reported.
 //  - max-over-ranks: a barrier, then each rank's own time to completion; the
 //    maximum over ranks per iteration (what common benchmarks report).
+// --rounds N spreads each cell's iterations over N passes of the whole sweep.
 // --loggp instead measures the LogGP parameters of the UCX channel (tools/loggp_measure.h).
 #include <algorithm>
 #include <cstdio>
@@ -26,6 +27,67 @@
 
 namespace ibbcast::tool {
 namespace {
+
+/// The per-node method for one target, `iterations` broadcasts after the
+/// warm-up: appends each sample (µs) on the root, counts those sooner than
+/// half a round trip.
+Status per_node(Bootstrap& boot, Group& g, Pinger& pinger, const BenchPlan& plan,
+                uint32_t iterations, uint32_t target, std::vector<std::byte>& buf,
+                const std::function<void()>& idle, std::vector<double>* samples,
+                uint32_t* impossible) {
+  double rtt = 0;
+  IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, plan.root, target, idle, &rtt));
+  for (uint32_t it = 0; it < plan.warmup + iterations; ++it) {
+    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
+    // The root enters last, so the time is the broadcast's, not skew.
+    if (boot.rank() == plan.root) std::this_thread::sleep_for(plan.root_wait);
+    const Nanos t0 = monotonic_now();
+    if (boot.rank() != plan.root) {
+      IBBCAST_RETURN_IF_ERROR(g.bcast(plan.root, buf.data(), buf.size()));
+      if (boot.rank() == target) IBBCAST_RETURN_IF_ERROR(pinger.send(plan.root));
+      continue;
+    }
+    // The root watches for the pong while its own broadcast runs: a
+    // target done before the root's last send answers then, and a pong
+    // read only after bcast returned timed the root, not the target
+    // (with half a round trip taken off, that went negative).
+    auto req = g.ibcast(plan.root, buf.data(), buf.size());
+    if (!req) return req.status();
+    IBBCAST_RETURN_IF_ERROR(pinger.wait(target, idle));
+    const double us = static_cast<double>((monotonic_now() - t0).count()) / 1e3 - rtt / 2;
+    IBBCAST_RETURN_IF_ERROR(g.wait(*req));
+    if (it < plan.warmup) continue;
+    // A pong sooner than half a round trip is noise in the round trip
+    // (measured apart, on a loaded machine), not a time: left out.
+    if (us > 0) {
+      samples->push_back(us);
+    } else {
+      ++*impossible;
+    }
+  }
+  return Status::ok();
+}
+
+/// On the root after the last round: the per-node median of each target with
+/// more than half its samples possible (the others named on stderr) and the
+/// max-over-ranks row.
+void print_cell(Algorithm algo, uint64_t size, uint32_t ranks, const BenchPlan& plan,
+                const CellSamples& cell) {
+  std::vector<double> node_us(ranks, 0);
+  for (uint32_t t = 0; plan.per_node && t < ranks; ++t) {
+    if (t == plan.root) continue;
+    if (cell.node[t].size() * 2 > plan.iterations) {
+      node_us[t] = median(cell.node[t]);
+    } else {
+      std::fprintf(stderr,
+                   "ibbcast bench: %s %llu bytes, target %u: %u of %u samples came back "
+                   "sooner than half a round trip; no per-node time reported\n",
+                   std::string(algorithm_name(algo)).c_str(), static_cast<unsigned long long>(size),
+                   t, cell.impossible[t], plan.iterations);
+    }
+  }
+  print_csv_rows(algo, size, ranks, plan.root, node_us, cell.max_us);
+}
 
 Status bench_rank(const Args& args, Bootstrap& boot) {
   if (option(args, "loggp", "") == "1") {
@@ -77,66 +139,43 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
       }
     }
   }
-  for (Algorithm algo : plan.algorithms) {
-    EngineConfig cfg = args.engine.value();
-    cfg.algorithm = algo;
-    auto group = create_group(**transport, boot, cfg);
-    if (!group) return group.status();
-    Group& g = **group;
-    auto idle = [&] { (void)g.progress(false, Nanos(0)); };
-    for (uint64_t size : plan.sizes) {
-      std::vector<std::byte> buf(size, std::byte{0x5a});
-      std::vector<double> node_us(boot.size(), 0);
-      for (uint32_t target = 0; plan.per_node && target < boot.size(); ++target) {
-        if (target == plan.root) continue;
-        double rtt = 0;
-        IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, plan.root, target, idle, &rtt));
-        std::vector<double> samples;
-        uint32_t impossible = 0;
-        for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
-          IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
-          // The root enters last, so the time is the broadcast's, not skew.
-          if (boot.rank() == plan.root) std::this_thread::sleep_for(plan.root_wait);
-          const Nanos t0 = monotonic_now();
-          if (boot.rank() != plan.root) {
-            IBBCAST_RETURN_IF_ERROR(g.bcast(plan.root, buf.data(), buf.size()));
-            if (boot.rank() == target) IBBCAST_RETURN_IF_ERROR(pinger.send(plan.root));
-            continue;
-          }
-          // The root watches for the pong while its own broadcast runs: a
-          // target done before the root's last send answers then, and a pong
-          // read only after bcast returned timed the root, not the target
-          // (with half a round trip taken off, that went negative).
-          auto req = g.ibcast(plan.root, buf.data(), buf.size());
-          if (!req) return req.status();
-          IBBCAST_RETURN_IF_ERROR(pinger.wait(target, idle));
-          const double us = static_cast<double>((monotonic_now() - t0).count()) / 1e3 - rtt / 2;
-          IBBCAST_RETURN_IF_ERROR(g.wait(*req));
-          if (it < plan.warmup) continue;
-          // A pong sooner than half a round trip is noise in the round trip
-          // (measured apart, on a loaded machine), not a time: left out.
-          if (us > 0) {
-            samples.push_back(us);
-          } else {
-            ++impossible;
-          }
-        }
-        if (boot.rank() == plan.root) {
-          if (samples.size() * 2 > plan.iterations) {
-            node_us[target] = median(samples);
-          } else {
-            std::fprintf(stderr,
-                         "ibbcast bench: %s %llu bytes, target %u: %u of %u samples came back "
-                         "sooner than half a round trip (%.1f us); no per-node time reported\n",
-                         std::string(algorithm_name(algo)).c_str(),
-                         static_cast<unsigned long long>(size), target, impossible, plan.iterations,
-                         rtt / 2);
-          }
-        }
+  // Rounds: the whole sweep runs plan.rounds times, each round starting one
+  // algorithm later, and every cell pools its samples over the rounds. On a
+  // shared machine a cell measured in one block inherits that minute's load;
+  // spread over the sweep, cells compared against each other see the same
+  // minutes. Each algorithm's group lives through all rounds: with a new group
+  // per round, 1 B-64 KiB cells at 4-8 ranks measured 1-2 ms medians.
+  const std::size_t na = plan.algorithms.size(), ns = plan.sizes.size();
+  std::vector<CellSamples> cells(na * ns, CellSamples(boot.size()));
+  std::vector<std::unique_ptr<Group>> groups(na);
+  for (uint32_t round = 0; round < plan.rounds; ++round) {
+    const uint32_t iterations = round_iterations(plan, round);
+    const bool last = round + 1 == plan.rounds;
+    for (std::size_t k = 0; k < na; ++k) {
+      const std::size_t a = (k + round) % na;
+      const Algorithm algo = plan.algorithms[a];
+      if (!groups[a]) {
+        EngineConfig cfg = args.engine.value();
+        cfg.algorithm = algo;
+        auto group = create_group(**transport, boot, cfg);
+        if (!group) return group.status();
+        groups[a] = std::move(*group);
       }
-      std::vector<double> max_us;
-      IBBCAST_RETURN_IF_ERROR(max_over_ranks(boot, g, plan, buf, idle, &max_us));
-      if (boot.rank() == 0) print_csv_rows(algo, size, boot.size(), plan.root, node_us, max_us);
+      Group& g = *groups[a];
+      auto idle = [&] { (void)g.progress(false, Nanos(0)); };
+      for (std::size_t s = 0; s < ns; ++s) {
+        const uint64_t size = plan.sizes[s];
+        CellSamples& cell = cells[a * ns + s];
+        std::vector<std::byte> buf(size, std::byte{0x5a});
+        for (uint32_t target = 0; plan.per_node && target < boot.size(); ++target) {
+          if (target == plan.root) continue;
+          IBBCAST_RETURN_IF_ERROR(per_node(boot, g, pinger, plan, iterations, target, buf, idle,
+                                           &cell.node[target], &cell.impossible[target]));
+        }
+        IBBCAST_RETURN_IF_ERROR(max_over_ranks(boot, g, plan, iterations, buf, idle, &cell.max_us));
+        if (last && boot.rank() == 0) print_cell(algo, size, boot.size(), plan, cell);
+      }
+      if (last) groups[a].reset();
     }
   }
   return Status::ok();

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `ibbcast bench`'s per-node method (thesis 4.2.1) on the namespace fabric,
-# 6 ranks on this 2-core machine: every per-node median it reports is a
-# latency (positive), each target it leaves out is named on stderr, and the
-# max-over-ranks rows are there. The sweep of 2026-11-22 had 17 negative
+# 6 ranks on this 2-core machine, the sweep in two rounds: every per-node
+# median it reports is a latency (positive), each target it leaves out is
+# named on stderr, and the max-over-ranks rows are there, once per cell; more
+# rounds than iterations are refused. The sweep of 2026-11-22 had 17 negative
 # per-node medians: the root read the pong only after its own bcast returned.
 # Usage: bench_per_node.sh IBBCAST
 set -uo pipefail
@@ -13,7 +14,7 @@ command -v mpirun >/dev/null || { echo "FAIL: mpirun not installed"; exit 1; }
 ranks=6
 out=$("$here/support/netns_run.sh" - "$ranks" -- timeout 400 mpirun --allow-run-as-root --oversubscribe \
   -np "$ranks" -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 \
-  --algorithms two_stage,binomial --sizes 1,4k,64k --iterations 6 --warmup 2 2>&1)
+  --algorithms two_stage,binomial --sizes 1,4k,64k --iterations 6 --warmup 2 --rounds 2 2>&1)
 rc=$?
 echo "$out" | grep -E 'per_node|max_over_ranks|no per-node time'
 fails=0
@@ -29,6 +30,12 @@ left=$(grep -c 'no per-node time reported' <<<"$out")
 # round trip is measured apart); that none is reported would mean the method
 # is dead.
 [[ $rows -ge 1 ]] || fail "no per-node cell reported"
-[[ $(grep -c ',max_over_ranks,all,' <<<"$out") -eq 6 ]] || fail "max-over-ranks rows missing"
+[[ $(grep -c ',max_over_ranks,all,' <<<"$out") -eq 6 ]] || fail "not one max-over-ranks row per cell"
+refused=$("$here/support/netns_run.sh" - 2 -- timeout 60 mpirun --allow-run-as-root --oversubscribe \
+  -np 2 -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 --algorithms linear --sizes 1 \
+  --iterations 2 --rounds 3 2>&1)
+rc=$?
+[[ $rc -ne 0 && $refused == *"--rounds takes 1 to --iterations (2), got 3"* ]] ||
+  fail "--rounds 3 --iterations 2: exit $rc, $(tail -3 <<<"$refused")"
 [[ $fails -eq 0 ]] && echo "PASS: $rows per-node medians, all positive; $left left out and named"
 exit $fails
