@@ -37,7 +37,9 @@ mpi_preload "$lib"
 envs=(LD_PRELOAD="$preload" "${asan[@]}" IBBCAST_UDP_INTERFACE=eth0 IBBCAST_TIMEOUT=20s)
 case $mode in
   onehost) envs+=(EXPECT_IBBCAST=0) ;;
-  host) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_SINGLE_HOST=on EXPECT_REGISTRATION=1) ;;
+  # ibbcast's own registration cache here; the fabric runs keep the default (none).
+  host) envs+=(EXPECT_IBBCAST=1 EXPECT_MULTICAST=1 IBBCAST_MPI_SINGLE_HOST=on EXPECT_REGISTRATION=1
+    IBBCAST_UCX_REGISTER_CACHE=1g) ;;
   large) envs+=(EXPECT_IBBCAST=1 IBBCAST_MPI_SINGLE_HOST=on) ;;
   fortran) envs+=(IBBCAST_MPI_SINGLE_HOST=on IBBCAST_MPI_PRINT_STATS=1) ;;
   # The fabric runs also carry MPI_Allreduce and MPI_Barrier (mpi_allreduce,

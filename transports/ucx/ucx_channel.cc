@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/runtime/log.h"
 #include "transports/bystander.h"
 #include "transports/ucx/ucx_am.h"
 #include "transports/ucx/ucx_mem_events.h"
@@ -141,6 +142,20 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
     s = ucp_config_modify(config, "TLS", options.transports.c_str());
     if (s != UCS_OK) local = setup_error("transports \"" + options.transports + "\"", s);
   }
+  // One registration cache, never two stacked: ours held UCX's registrations
+  // (references into UCX's own cache) past the free of their buffers, and with
+  // several channels in a process and the addresses reused, UCX 1.13's cache
+  // corrupted the heap (crashes in ucs_rcache_region_put and in sends'
+  // completions; bench --rounds, 8 ranks, 16 MiB). With ours on, UCX's is off.
+  UcxConfig reg = options.config;
+  if (local && reg.register_buffers && reg.cache != 0 && reg.cache_entries != 0) {
+    s = ucp_config_modify(config, "RCACHE_ENABLE", "n");
+    if (s != UCS_OK) {
+      log_info(std::string("ucx: cannot turn UCX's registration cache off (") +
+               ucs_status_string(s) + "): ibbcast's registration cache is off instead");
+      reg.cache = reg.cache_entries = 0;
+    }
+  }
   if (local) {
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
@@ -152,7 +167,7 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
     if (s != UCS_OK) local = setup_error("ucp_init", s);
   }
   if (config != nullptr) ucp_config_release(config);
-  if (local) ch->start_registration(options.config);
+  if (local) ch->start_registration(reg);
   ch->split_ = options.split_messages;
   if (local) {
     ucp_worker_params_t wp{};

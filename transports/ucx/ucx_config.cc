@@ -16,8 +16,9 @@ const std::array<ConfigField<UcxConfig>, 4> kTable = {{
     size_field<&UcxConfig::register_min>("ucx_register_min", "64k",
                                          "smallest broadcast buffer that is registered"),
     size_field<&UcxConfig::cache>(
-        "ucx_register_cache", "1g",
-        "registered bytes kept for the next broadcast from the same buffer; 0 = none"),
+        "ucx_register_cache", "0",
+        "registered bytes ibbcast keeps for the next broadcast from the same buffer (UCX's "
+        "own registration cache is then off); 0 = none: UCX's keeps them"),
     uint_field<&UcxConfig::cache_entries>("ucx_register_cache_entries", "64",
                                           "registrations kept for later broadcasts"),
 }};

@@ -15,9 +15,10 @@ struct UcxConfig {
   /// Stage-2 sends from a broadcast's buffer pass UCX a memory handle of it
   /// (ucp_mem_map), so UCX's zero-copy protocols need no registration per send.
   bool register_buffers = true;
-  uint64_t register_min = 64 * 1024;   ///< smallest buffer registered
-  uint64_t cache = uint64_t{1} << 30;  ///< registered bytes kept after their call; 0 = none
-  uint32_t cache_entries = 64;         ///< registrations kept after their call
+  uint64_t register_min = 64 * 1024;  ///< smallest buffer registered
+  uint64_t cache =
+      0;  ///< registered bytes kept after their call; 0 = none (UCX's cache keeps them)
+  uint32_t cache_entries = 64;  ///< registrations kept after their call
 };
 
 std::span<const ConfigField<UcxConfig>> ucx_config_table();
