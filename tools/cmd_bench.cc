@@ -143,8 +143,8 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   // algorithm later, and every cell pools its samples over the rounds. On a
   // shared machine a cell measured in one block inherits that minute's load;
   // spread over the sweep, cells compared against each other see the same
-  // minutes. Each algorithm's group lives through all rounds: with a new group
-  // per round, 1 B-64 KiB cells at 4-8 ranks measured 1-2 ms medians.
+  // minutes. Each algorithm's group lives through all rounds, as an MPI
+  // program's communicators do (docs/benchmarks.md, "Rounds": what that costs).
   const std::size_t na = plan.algorithms.size(), ns = plan.sizes.size();
   std::vector<CellSamples> cells(na * ns, CellSamples(boot.size()));
   std::vector<std::unique_ptr<Group>> groups(na);
