@@ -212,12 +212,13 @@ class P2pChannel {
   /// it silently stranded a rank's last sends (found by the MPI adapter).
   virtual void hand_off() = 0;
   /// The broadcast whose sends carry `token` failed (its timeout, a peer's
-  /// failure) with some of them still in flight, and its buffer stays borrowed until they end: a
-  /// channel that ends a send only when its peer takes the bytes (UCX over a
-  /// connection whose peer is cut off retransmits for many minutes) ends them
-  /// now, with their kSendComplete, and fails each such peer (its ordered
-  /// stream lost a message). Sends that complete into the kernel or the NIC
-  /// are never in flight that long: nothing to do. Wrappers forward it.
+  /// failure) with some of them still in flight, and its buffer stays
+  /// borrowed until they end: a channel that ends a send only when its peer
+  /// takes the bytes (UCX over a connection whose peer is cut off retransmits
+  /// for many minutes) ends them now, with their kSendComplete, and fails each
+  /// such peer (its ordered stream lost a message). Sends that complete into
+  /// the kernel or the NIC are never in flight that long: nothing to do.
+  /// Wrappers forward it.
   virtual void abandon(uint64_t /*token*/) {}
   /// Called once, right before the channel is destroyed with its group.
   /// `clean`: this rank finished every broadcast it posted, so its peers owe

@@ -16,8 +16,7 @@ struct UcxConfig {
   /// (ucp_mem_map), so UCX's zero-copy protocols need no registration per send.
   bool register_buffers = true;
   uint64_t register_min = 64 * 1024;  ///< smallest buffer registered
-  uint64_t cache =
-      0;  ///< registered bytes kept after their call; 0 = none (UCX's cache keeps them)
+  uint64_t cache = 0;           ///< bytes kept registered after their call (0: UCX's cache does)
   uint32_t cache_entries = 64;  ///< registrations kept after their call
 };
 
