@@ -3,12 +3,17 @@
 // buffer (UCP_OP_ATTR_FIELD_MEMH), UCX's zero-copy protocols (RC/DC on
 // InfiniBand, TCP's zcopy) use it instead of registering per send through
 // its own cache. The handle comes from ucp_mem_map of the whole buffer when
-// the broadcast starts, and is kept in a registration cache for the next
-// broadcast from the same buffer — MPI applications reuse theirs.
+// the broadcast starts. By default (ucx_register_cache 0) it ends with the
+// broadcast, and UCX's own registration cache keeps the pages registered for
+// the next broadcast from the same buffer — MPI applications reuse theirs.
+// With ucx_register_cache set, ibbcast's cache keeps the handles instead and
+// UCX's is turned off (Channel::create): two caches stacked corrupted the
+// heap once freed buffers' addresses came back.
 //
 // A registration outlives its call only while UCX's memory events tell us
 // when its pages go away (UnmapWatch); without them every registration ends
-// with its call.
+// with its call. The counters keep the cache's names in both modes: without
+// a cache every broadcast is a miss, and its release an eviction and unmap.
 #include <ucp/api/ucp.h>
 
 #include "core/runtime/log.h"
