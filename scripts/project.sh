@@ -56,7 +56,7 @@ import sys
 sim_path, out_path, ppn, timer, params_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 cols = ["algorithm", "ranks", "bytes", "fragment_size", "loss", "root_delay_us", "skew",
         "skew_scale_us", "seed", "sim_last_us", "sim_mean_us", "sim_p50_us", "sim_p99_us",
-        "model_last_us", "model_mean_us", "model_exact", "lost", "repaired", "events", "wall_ms"]
+        "model_last_us", "model_mean_us", "model_exact", "lost", "repaired", "events", "wall_ms", "sends_hash"]
 
 
 def params(fabric):

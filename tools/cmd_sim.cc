@@ -181,20 +181,22 @@ void write_csv(std::FILE* f, const std::vector<Row>& rows) {
   std::fputs(
       "algorithm,ranks,bytes,fragment_size,loss,root_delay_us,skew,skew_scale_us,seed,"
       "sim_last_us,sim_mean_us,sim_p50_us,sim_p99_us,model_last_us,model_mean_us,model_exact,"
-      "lost,repaired,events,wall_ms\n",
+      "lost,repaired,events,wall_ms,sends_hash\n",
       f);
   static constexpr const char* kSkew[] = {"none", "uniform", "exponential"};
   for (const Row& w : rows) {
     const ModelInput& in = w.sp.in;
     std::fprintf(
-        f, "%s,%u,%llu,%u,%g,%g,%s,%g,%llu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%llu,%llu,%llu,%.1f\n",
+        f,
+        "%s,%u,%llu,%u,%g,%g,%s,%g,%llu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%llu,%llu,%llu,%.1f,"
+        "%016llx\n",
         std::string(algorithm_name(in.algorithm)).c_str(), in.p,
         static_cast<unsigned long long>(in.n), in.fragment_size, in.loss, in.root_delay,
         kSkew[static_cast<int>(w.sp.skew)], w.sp.skew_scale,
         static_cast<unsigned long long>(w.sp.seed), w.r.last, w.r.mean, w.p50, w.p99, w.m.last,
         w.m.mean, w.m.exact ? 1 : 0, static_cast<unsigned long long>(w.r.lost),
         static_cast<unsigned long long>(w.r.repaired), static_cast<unsigned long long>(w.r.events),
-        w.wall_ms);
+        w.wall_ms, static_cast<unsigned long long>(w.r.sends_hash));
   }
 }
 

@@ -135,6 +135,7 @@ class Sim {
           multicast(k, start);
           continue;
         }
+        note_send(0, kMulticastTo, k, false);
         const double s = send_slot(0, bytes(k), start);
         push(s + sp_.model.hop(bytes(k)), 0, k, Kind::kMulticast);
       }
@@ -177,6 +178,18 @@ class Sim {
     queue_.push(Event{t, seq_++, rank, frag, kind, joined});
   }
 
+  /// Folds one message into result_.sends_hash (FNV-1a over its fields).
+  void note_send(uint32_t from, uint32_t to, uint32_t frag, bool joined) {
+    uint64_t h = result_.sends_hash == 0 ? 0xcbf29ce484222325ull : result_.sends_hash;
+    for (uint64_t v : {uint64_t{from}, uint64_t{to}, uint64_t{frag}, uint64_t{joined}}) {
+      for (int b = 0; b < 8; ++b) {
+        h ^= (v >> (8 * b)) & 0xff;
+        h *= 0x100000001b3ull;
+      }
+    }
+    result_.sends_hash = h;
+  }
+
   /// Reserves the rank's port for one send that is ready at t; returns its start.
   double send_slot(uint32_t r, uint64_t m, double t) {
     const double s = std::max(t, port_[r]);
@@ -200,6 +213,7 @@ class Sim {
     const uint64_t m = bytes(k);
     for (uint32_t c : kids_) {
       if (!machine_mode_) {
+        note_send(r, c, k, false);
         const double s = send_slot(r, m, t);
         push(s + sp_.model.hop(m), c, k, Kind::kOwn);
         continue;
@@ -216,6 +230,7 @@ class Sim {
       const double f = sp_.machine.fragment_us;
       const double s = work(r, t, head + bytes * g.G + f, head + bytes * cpu + f);
       send_run_[r] = joins ? Run{c, send_run_[r].bytes + m} : Run{c, m};
+      note_send(r, c, k, joins);
       // The receiver copies the bytes out of its socket as they stream in, on its own thread
       // and a core, beside the sender (on a core each that overlaps; on shared cores not).
       const double stream = static_cast<double>(m - 1) * g.G;
@@ -407,6 +422,7 @@ class Sim {
     const double send = mc.set() ? mc.send_us(m) : g.gap(m);
     const double cpu_out = mc.set() ? mc.send_us(m) : g.o + static_cast<double>(m - 1) * g.G;
     const double s = work(0, t, send + sp_.machine.fragment_us);
+    note_send(0, kMulticastTo, k, false);
     send_wire(Transfer{0, kMulticastTo, k, m, s + cpu_out, 0, 0, mc.set() ? mc.L : g.L, false},
               s + (mc.set() ? mc.o_s : g.o));
   }

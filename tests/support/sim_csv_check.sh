@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `ibbcast sim` end to end: a small sweep must give one CSV row per (ranks, algorithm, loss,
-# root delay) with 20 fields, simulator == model where the model is exact, and an SVG.
+# root delay) with 21 fields, simulator == model where the model is exact, and an SVG.
 set -euo pipefail
 tool=$1
 dir=$(mktemp -d)
@@ -11,13 +11,15 @@ trap 'rm -rf "$dir"' EXIT
 # Loss applies to two_stage only: 3 ranks x (2 + 1 + 1 + 1) x 2 delays = 30 rows.
 awk -F, '
   NR == 1 {
-    if (NF != 20 || $1 != "algorithm" || $10 != "sim_last_us" || $14 != "model_last_us") {
+    if (NF != 21 || $1 != "algorithm" || $10 != "sim_last_us" || $14 != "model_last_us" ||
+        $21 != "sends_hash") {
       print "bad header: " $0; exit 1
     }
     next
   }
   {
-    if (NF != 20) { print "row " NR " has " NF " fields"; exit 1 }
+    if (NF != 21) { print "row " NR " has " NF " fields"; exit 1 }
+    if (length($21) != 16 || $21 !~ /^[0-9a-f]+$/) { print "row " NR ": sends_hash " $21; exit 1 }
     rows++
     if ($16 == 1) {
       d = $10 - $14; if (d < 0) d = -d

@@ -115,6 +115,26 @@ TEST(Sim, StageTwoRoundsUnderLoss) {
   }
 }
 
+TEST(Sim, SendsHashTellsWhichAlgorithmsSendTheSameMessages) {
+  // Two ranks: every store-and-forward algorithm sends the root's one message to rank 1.
+  const uint64_t one = run(params(Algorithm::kLinear, 2, 1000)).sends_hash;
+  EXPECT_NE(one, 0u);
+  for (Algorithm a : {Algorithm::kChain, Algorithm::kBinary, Algorithm::kBinomial,
+                      Algorithm::kKnomial, Algorithm::kFiboTree}) {
+    EXPECT_EQ(run(params(a, 2, 1000)).sends_hash, one) << algorithm_name(a);
+  }
+  // Two-stage adds the datagram; a pipelined algorithm sends fragments.
+  EXPECT_NE(run(params(Algorithm::kTwoStage, 2, 1000)).sends_hash, one);
+  EXPECT_NE(run(params(Algorithm::kFragmentedChain, 2, 20000, 8192)).sends_hash,
+            run(params(Algorithm::kLinear, 2, 20000, 8192)).sends_hash);
+  // Eight ranks: a star, a path and a tree are different messages.
+  const uint64_t star = run(params(Algorithm::kLinear, 8, 1000)).sends_hash;
+  EXPECT_NE(run(params(Algorithm::kChain, 8, 1000)).sends_hash, star);
+  EXPECT_NE(run(params(Algorithm::kBinomial, 8, 1000)).sends_hash, star);
+  EXPECT_NE(run(params(Algorithm::kBinomial, 8, 1000)).sends_hash,
+            run(params(Algorithm::kChain, 8, 1000)).sends_hash);
+}
+
 TEST(Sim, FragmentSizeZeroIsOneByte) {
   // Three one-byte fragments down a chain of 3: each hop costs 2 o + L, the root paces the
   // fragments max(g, o) apart, so rank 2 owns the last at 2 hops + 2 gaps.
