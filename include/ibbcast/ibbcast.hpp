@@ -105,7 +105,11 @@ class IBBCAST_EXPORT Group {
   /// peer is dead: never hangs on a dead peer.
   Status bcast(uint32_t root, void* buffer, std::size_t n);
   /// Non-blocking start; the buffer must stay untouched until test/wait says
-  /// done.
+  /// done. The broadcast moves on only inside this rank's calls (test, wait,
+  /// progress, another broadcast): there is no progress thread, as in MPI.
+  /// Call test() or progress() now and then while computing, or peers that
+  /// need this rank's forwards wait for them. Once a call has reported the
+  /// broadcast done, what this rank still owes its peers leaves without it.
   Result<uint64_t> ibcast(uint32_t root, void* buffer, std::size_t n);
   /// true when done (ok), false while pending, an error when it failed. A
   /// done or failed request is forgotten once reported.
