@@ -90,13 +90,21 @@ void Channel::close_endpoints() {
     std::erase_if(pending, [](const auto& entry) { return reap(entry.first); });
     if (Clock::now() >= next_note) {
       next_note += kWaitNote;
-      std::string who;
+      std::string who, flushing;
       for (const Peer& p : peers_) {
         if (p.rank != rank_ && p.ep != nullptr && !p.failed && !p.departed && !p.acked)
           who += (who.empty() ? "" : ", ") + std::to_string(p.rank);
       }
-      log_info("ucx channel of rank " + std::to_string(rank_) + " closing: rank(s) " + who +
-               " alive but not yet holding this rank's last messages; waiting for them");
+      for (const auto& [req, p] : pending)
+        flushing += (flushing.empty() ? "" : ", ") + std::to_string(p->rank);
+      std::string what;
+      if (!who.empty()) what = "rank(s) " + who + " alive but not yet holding its last messages";
+      if (!flushing.empty()) {
+        what += (what.empty() ? "" : "; ") + std::string("endpoint flush to rank(s) ") + flushing +
+                " not finished (those ranks' workers make no progress?)";
+      }
+      log_info("ucx channel of rank " + std::to_string(rank_) + " closing: " + what +
+               "; waiting for them");
     }
   }
   // Past the linger: endpoints whose flush did not finish are closed by
