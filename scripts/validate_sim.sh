@@ -16,8 +16,8 @@
 #
 # Usage: scripts/validate_sim.sh [BUILD_DIR]   (root; fabrics made and removed)
 #   RANKS="2 4 8"  SIZES=1,1k,64k,1m,16m  SHAPED_SIZES=1,1k,64k,1m  RATE=200 (Mbit/s, 0: none)
-#   ALGORITHMS=(every one)  ITERATIONS=10  WARMUP=2  FRAGMENT=8k  MTU=9000  OUT=docs/bench
-#   ROUNDS=1: passes over each sweep (`bench --rounds`), the iterations split over them
+#   ALGORITHMS=(every one)  ITERATIONS=20  WARMUP=2  FRAGMENT=8k  MTU=9000  OUT=docs/bench
+#   ROUNDS=5: passes over each sweep (`bench --rounds`), the iterations split over them
 #   PARAMS=FILE: use this parameter file instead of calibrating
 #   BENCH=FILE: with PARAMS, predict and compare the rows of an earlier run (no fabric)
 set -euo pipefail
@@ -56,7 +56,7 @@ bin=$build/tools/ibbcast
 export MTU=${MTU:-9000} FRAGMENT=${FRAGMENT:-8k} RATE=${RATE:-200}
 export SIZES=${SIZES:-1,1k,64k,1m,16m} SHAPED_SIZES=${SHAPED_SIZES:-1,1k,64k,1m}
 export ALGORITHMS=${ALGORITHMS:-two_stage,linear,chain,fragmented_chain,binary,binomial,knomial,split_binary,scatter_allgather,fibo_tree}
-export ITERATIONS=${ITERATIONS:-10} WARMUP=${WARMUP:-2} ROUNDS=${ROUNDS:-1}
+export ITERATIONS=${ITERATIONS:-20} WARMUP=${WARMUP:-2} ROUNDS=${ROUNDS:-5}
 # UCX over TCP: its shared-memory transports would cross the namespaces of one host.
 export UCX_TLS=tcp
 read -r -a ranks <<<"${RANKS:-2 4 8}"

@@ -153,6 +153,19 @@ Status Pinger::measure_rtt(Bootstrap& boot, uint32_t root, uint32_t target,
   return Status::ok();
 }
 
+std::function<void()> Pinger::nap(Group& g) {
+  Group::Impl& impl = g.impl();
+  if (impl.node_aware() || ch_.event_fd() < 0) {
+    return [&impl] { (void)impl.progress(false, Nanos(0)); };
+  }
+  return [this, &impl] {
+    if (ch_.arm().code() == Errc::kAgain) return;  // a ping is there: no nap
+    impl.set_extra_wake_fd(ch_.event_fd());
+    (void)impl.progress(true, std::chrono::milliseconds(1));
+    impl.set_extra_wake_fd(-1);
+  };
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

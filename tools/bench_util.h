@@ -53,6 +53,12 @@ class Pinger {
   /// Median round trip root↔target in µs (only those two ranks take part).
   Status measure_rtt(Bootstrap& boot, uint32_t root, uint32_t target,
                      const std::function<void()>& idle, double* rtt_us);
+  /// An `idle` for wait() and measure_rtt() that sleeps: runs `g` once and,
+  /// when neither it nor this channel has anything, naps until either has (1
+  /// ms at most). Spinning there, the root took a core from the ranks it
+  /// measured (8 on 2 cores here). A node-aware group's members also wait on
+  /// their node's segment, which no descriptor shows: for them it only polls.
+  std::function<void()> nap(Group& g);
 
  private:
   static constexpr auto kWaitLimit = std::chrono::seconds(30);

@@ -357,9 +357,13 @@ void Group::Impl::sleep_until_event(Nanos max_wait) {
     return;
   }
   if (transport_->arm().code() == Errc::kAgain) return;
-  pollfd pfd[2] = {{fd, POLLIN, 0}, {send_fd, POLLOUT, 0}};
+  std::array<pollfd, 3> pfd{};
+  nfds_t n = 0;
+  pfd[n++] = {fd, POLLIN, 0};
+  if (send_fd >= 0) pfd[n++] = {send_fd, POLLOUT, 0};
+  if (extra_wake_fd_ >= 0) pfd[n++] = {extra_wake_fd_, POLLIN, 0};
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(max_wait).count();
-  ::poll(pfd, send_fd >= 0 ? 2 : 1, static_cast<int>(std::max<int64_t>(ms, 1)));
+  ::poll(pfd.data(), n, static_cast<int>(std::max<int64_t>(ms, 1)));
 }
 
 }  // namespace ibbcast

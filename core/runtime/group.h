@@ -66,6 +66,14 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   /// The same in a node-aware group's waits on its node's segment.
   void set_progress_hook(std::function<void()> hook);
 
+  /// A descriptor that also ends this group's naps (-1: none), for a caller
+  /// that waits on the group and on a channel of its own at once without
+  /// spinning (`ibbcast bench` waiting for a pong). Clear it once that wait is
+  /// over: a descriptor left readable would turn every later nap into a spin.
+  void set_extra_wake_fd(int fd) {
+    extra_wake_fd_ = fd;
+  }
+
   /// ok while usable; kPeerFailed once this rank knows a peer died (sticky:
   /// every later broadcast fails at once; rebuild the group).
   const Status& health() const {
@@ -208,6 +216,7 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   bool advancing_ = false;  ///< inside advance(): progress() leaves node ops alone
 
   Transport* transport_ = nullptr;
+  int extra_wake_fd_ = -1;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<McastChannel> mcast_;
   std::unique_ptr<P2pChannel> p2p_;
