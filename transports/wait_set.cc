@@ -27,11 +27,9 @@ class WatchedP2p final : public P2pChannel {
   WatchedP2p(std::unique_ptr<P2pChannel> inner, std::shared_ptr<WaitSet> set)
       : inner_(std::move(inner)), set_(std::move(set)) {
     if (inner_->event_fd() >= 0) set_->add(inner_->event_fd());
-    set_->p2p_ = inner_.get();
   }
   ~WatchedP2p() override {
     if (inner_->event_fd() >= 0) set_->remove(inner_->event_fd());
-    set_->p2p_ = nullptr;
   }
   Result<bool> send(uint32_t peer, const Gather& f, uint64_t token) override {
     return inner_->send(peer, f, token);

@@ -1,9 +1,14 @@
 #pragma once
 // One epoll set per transport covering its multicast channels' descriptors
-// and the reliable channel's, so a waiting rank sleeps on a single fd
+// and its reliable channels', so a waiting rank sleeps on a single fd
 // (Transport::event_fd) instead of spinning. Shared by the udp and verbs
 // backends; channels hold it by shared_ptr since they may outlive nothing
-// but must unregister in any destruction order.
+// but must unregister in any destruction order. Arming a reliable channel is
+// its owner's business (P2pChannel::arm), not the set's: with several groups
+// on one transport, the set once armed only the channel opened last, so the
+// others' owners slept through their messages until the nap's cap, and
+// arming UCX's channel for another group told its hand-off helper that its
+// owner was back.
 
 #include <memory>
 
@@ -21,15 +26,9 @@ class WaitSet {
   int fd() const { return epfd_; }
   void add(int fd);
   void remove(int fd);
-  /// The reliable channel while it is open (set by watch_p2p), for arming.
-  P2pChannel* p2p() const { return p2p_; }
-  /// Arms the reliable channel if one is open.
-  Status arm_p2p() { return p2p_ != nullptr ? p2p_->arm() : Status::ok(); }
 
  private:
-  friend class WatchedP2p;
   int epfd_ = -1;
-  P2pChannel* p2p_ = nullptr;
 };
 
 /// Wraps `inner` so that its event fd is in `set` for as long as it lives.

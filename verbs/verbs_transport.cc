@@ -109,8 +109,7 @@ class VerbsTransport final : public Transport {
       Status st = ch->arm();
       if (!st) pending = st;
     }
-    Status p2p = set_->arm_p2p();
-    return pending.is_ok() ? p2p : pending;
+    return pending;
   }
   std::vector<TransportCounter> counters() const override {
     UdCounters c = armed_->closed;

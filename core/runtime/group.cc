@@ -356,6 +356,9 @@ void Group::Impl::sleep_until_event(Nanos max_wait) {
     std::this_thread::sleep_for(std::min<Nanos>(max_wait, transport_->idle_sleep()));
     return;
   }
+  // This group's own channel, then the transport's: another group on the
+  // transport arms its channel itself.
+  if (!departed_ && p2p_->arm().code() == Errc::kAgain) return;
   if (transport_->arm().code() == Errc::kAgain) return;
   std::array<pollfd, 3> pfd{};
   nfds_t n = 0;

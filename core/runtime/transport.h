@@ -293,8 +293,11 @@ class Transport {
   /// A file descriptor that becomes readable when a poll may return something,
   /// or -1 when the transport has none (then waiting spins with short sleeps).
   virtual int event_fd() const { return -1; }
-  /// Prepares event_fd for sleeping. kAgain when events are already pending
-  /// (poll first). Transports whose fd is level-triggered just return ok.
+  /// Prepares event_fd for sleeping on the transport's own channels (its
+  /// multicast ones): kAgain when events are already pending (poll first).
+  /// Transports whose fd is level-triggered just return ok. A reliable
+  /// channel is armed by its owner (P2pChannel::arm) before it sleeps here:
+  /// several groups may share one transport, each owning its channel.
   virtual Status arm() { return Status::ok(); }
   /// How long a waiting rank sleeps between polls when event_fd is -1.
   virtual Nanos idle_sleep() const { return std::chrono::microseconds(50); }

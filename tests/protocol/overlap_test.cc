@@ -3,6 +3,7 @@
 // multicast address, and dead ranks: never a hang, never wrong bytes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
 #include <thread>
 
@@ -167,6 +168,105 @@ TEST(Overlap, TwoGroupsSharingAnAddressNeverAcceptEachOthersDatagrams) {
   for (uint64_t f : foreign)
     total += f;
   EXPECT_GT(total, 0u) << "the groups did share the address, so foreign datagrams must be seen";
+}
+
+// Counts how often its owner armed a reliable channel.
+class CountingP2p final : public P2pChannel {
+ public:
+  CountingP2p(std::unique_ptr<P2pChannel> inner, std::atomic<int>* arms)
+      : inner_(std::move(inner)), arms_(arms) {}
+  Result<bool> send(uint32_t peer, const Gather& f, uint64_t token) override {
+    return inner_->send(peer, f, token);
+  }
+  std::size_t poll(std::span<P2pEvent> out) override { return inner_->poll(out); }
+  void release(const RecvView& v) override { inner_->release(v); }
+  uint32_t max_message() const override { return inner_->max_message(); }
+  int event_fd() const override { return inner_->event_fd(); }
+  Status arm() override {
+    ++*arms_;
+    return inner_->arm();
+  }
+  void hand_off() override { inner_->hand_off(); }
+  void abandon(uint64_t token) override { inner_->abandon(token); }
+  void depart(bool clean, Nanos linger) override { inner_->depart(clean, linger); }
+
+ private:
+  std::unique_ptr<P2pChannel> inner_;
+  std::atomic<int>* arms_;
+};
+
+// One transport whose reliable channels, in the order opened, count their arms.
+class CountingTransport final : public Transport {
+ public:
+  CountingTransport(std::unique_ptr<Transport> t, std::vector<std::atomic<int>>* arms)
+      : t_(std::move(t)), arms_(arms) {}
+  const Capabilities& capabilities() const override { return t_->capabilities(); }
+  Result<std::unique_ptr<McastChannel>> open_multicast(const std::string& a,
+                                                       const MulticastOptions& o) override {
+    return t_->open_multicast(a, o);
+  }
+  std::string choose_multicast_address(uint64_t r) override {
+    return t_->choose_multicast_address(r);
+  }
+  Result<std::unique_ptr<P2pChannel>> open_p2p(const P2pOptions& o) override {
+    auto ch = t_->open_p2p(o);
+    if (!ch) return ch.status();
+    return std::unique_ptr<P2pChannel>(new CountingP2p(std::move(*ch), &(*arms_)[opened_++]));
+  }
+  int event_fd() const override { return t_->event_fd(); }
+  Status arm() override { return t_->arm(); }
+
+ private:
+  std::unique_ptr<Transport> t_;
+  std::vector<std::atomic<int>>* arms_;
+  std::size_t opened_ = 0;
+};
+
+// Two groups on one transport, the first used while the second idles: a rank
+// that sleeps in the first group's broadcast arms that group's channel (its
+// messages would not wake it otherwise: UCX's fd stays quiet until armed),
+// and leaves the other group's alone (arming UCX's channel tells its hand-off
+// helper the owner is back). The transport once armed only the channel opened
+// last, here the idle one.
+TEST(Overlap, ASleepingGroupArmsItsOwnChannelOnly) {
+  constexpr uint32_t kRanks = 3;
+  auto fabric = loopback::make_fabric(kRanks);
+  std::vector<Status> st(kRanks);
+  std::vector<std::vector<std::atomic<int>>> arms;
+  for (uint32_t r = 0; r < kRanks; ++r)
+    arms.emplace_back(2);
+  std::vector<std::thread> th;
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    th.emplace_back([&, r] {
+      CountingTransport t(loopback::make_transport(fabric, r), &arms[r]);
+      auto boot = loopback::make_bootstrap(fabric, r);
+      EngineConfig cfg;
+      cfg.algorithm = Algorithm::kBinomial;
+      auto used = create_group(t, *boot, cfg);
+      auto idle = create_group(t, *boot, cfg);
+      if (!used || !idle) {
+        st[r] = used ? idle.status() : used.status();
+        return;
+      }
+      for (uint32_t k = 0; k < 3 && st[r].is_ok(); ++k) {
+        const std::size_t n = 5000;
+        const auto want = pattern(n, 300 + k);
+        std::vector<std::byte> buf = r == 0 ? want : std::vector<std::byte>(n);
+        // The root comes late, so the others sleep in their wait.
+        if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        st[r] = (*used)->bcast(0, buf.data(), n);
+        if (st[r]) st[r] = expect_bytes(buf, want, "broadcast " + std::to_string(k));
+      }
+      if (st[r]) st[r] = boot->barrier();
+    });
+  }
+  for (auto& t : th)
+    t.join();
+  assert_all_ok(st, "two groups");
+  for (uint32_t r = 1; r < kRanks; ++r) {
+    EXPECT_GT(arms[r][0].load(), 0) << "rank " << r << " slept without arming its group's channel";
+    EXPECT_EQ(arms[r][1].load(), 0) << "rank " << r << " armed the idle group's channel";
+  }
 }
 
 }  // namespace

@@ -61,8 +61,8 @@ class UdpTransport final : public Transport {
     if (!ch) return ch.status();
     return watch_p2p(std::move(*ch), waiter_);
   }
+  // UDP sockets are level-triggered: nothing of the transport's own to arm.
   int event_fd() const override { return waiter_->fd(); }
-  Status arm() override { return waiter_->arm_p2p(); }
 
  private:
   UdpConfig cfg_;
