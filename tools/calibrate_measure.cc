@@ -182,15 +182,15 @@ double copy_us_per_byte() {
   return median(t) / kBytes;
 }
 
-/// The per-node time of a 1-byte broadcast to `target` (rank 0's median), waiting as
-/// `bench` does: asleep, with the round trip measured the same way.
-Status per_node_time(Group& g, Bootstrap& boot, Pinger& pinger, uint32_t target, double* us) {
+/// Per-node times of 1-byte broadcasts to `target`, appended on rank 0, waiting as `bench`
+/// does: asleep, with the round trip measured the same way.
+Status per_node_times(Group& g, Bootstrap& boot, Pinger& pinger, uint32_t target,
+                      std::vector<double>* samples) {
   std::byte one{0x42};
   auto idle = [&] { (void)g.progress(false, Nanos(0)); };
   const auto nap = pinger.nap(g);
   double rtt = 0;
   IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, 0, target, nap, &rtt));
-  std::vector<double> samples;
   for (uint32_t it = 0; it < 10 + 101; ++it) {
     IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
     if (boot.rank() != 0) {
@@ -206,9 +206,8 @@ Status per_node_time(Group& g, Bootstrap& boot, Pinger& pinger, uint32_t target,
     IBBCAST_RETURN_IF_ERROR(pinger.wait(target, nap));
     const double t = us_since(t0) - rtt / 2;
     IBBCAST_RETURN_IF_ERROR(g.wait(*req));
-    if (it >= 10) samples.push_back(t);
+    if (it >= 10) samples->push_back(t);
   }
-  *us = median(samples);
   return Status::ok();
 }
 
@@ -322,15 +321,20 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   lin.algorithm = Algorithm::kLinear;
   auto linear = create_group(**transport, boot, lin);
   if (!linear) return linear.status();
-  // Timed twice, the second time after the large broadcasts: a process's first broadcasts
-  // run slower (three calibrations here: 62, 42, 43 us first, 47, 41, 38 us later), and
-  // `bench` measures its cells after a warm-up pass. The first is only printed.
-  double t1 = 0, t1_early = 0;
-  IBBCAST_RETURN_IF_ERROR(per_node_time(**linear, boot, pinger, 1, &t1_early));
+  // Timed in two blocks, before and after the large broadcasts, and the median taken over
+  // both: one block's median moved by a third between blocks of one calibration here (34
+  // and 25 us; 62 and 47 in another), and `bench` spreads a cell over its whole sweep.
+  std::vector<double> t1_samples;
+  IBBCAST_RETURN_IF_ERROR(per_node_times(**linear, boot, pinger, 1, &t1_samples));
+  const double t1_first = median(t1_samples);
+  const std::size_t first_block = t1_samples.size();
   // CPU per byte at each end, which ranks sharing cores pay one after another.
   double send_cpu = 0, recv_cpu = 0, stream = 0;
   IBBCAST_RETURN_IF_ERROR(large_broadcasts(**linear, boot, &send_cpu, &recv_cpu, &stream));
-  IBBCAST_RETURN_IF_ERROR(per_node_time(**linear, boot, pinger, 1, &t1));
+  IBBCAST_RETURN_IF_ERROR(per_node_times(**linear, boot, pinger, 1, &t1_samples));
+  const double t1_second = median(std::vector<double>(
+      t1_samples.begin() + static_cast<std::ptrdiff_t>(first_block), t1_samples.end()));
+  const double t1 = median(t1_samples);
   // LogGP's G comes from round trips of up to 64 KiB. Where UCX moves those slower per byte
   // than a long stream (one calibration here: 0.00118 us/B fitted, the 16 MiB broadcasts
   // 0.0006), every large message was predicted up to twice as long as measured; a byte of a
@@ -361,11 +365,11 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   std::snprintf(comment, sizeof comment,
                 "ibbcast bench --calibrate: rank 0 -> 1 of %u ranks over %s\n"
                 "ping-pong RTT (UCX) %.2f us; 1-byte linear broadcast, per-node method, rank 1: "
-                "%.2f us (%.2f us before the large broadcasts)\n"
+                "%.2f us (blocks before and after the large broadcasts: %.2f, %.2f)\n"
                 "reliable.G: the round trips' %.6g us/B, or the 16 MiB broadcasts' %.6g if less\n"
                 "link.mbit given, not measured; engine.fragment_us and byte_us from engine_bench",
-                boot.size(), (*transport)->capabilities().name.c_str(), rtt, t1, t1_early, fitted_G,
-                stream);
+                boot.size(), (*transport)->capabilities().name.c_str(), rtt, t1, t1_first,
+                t1_second, fitted_G, stream);
   const std::string text = format_model_params(p, comment);
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
