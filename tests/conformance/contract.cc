@@ -184,11 +184,13 @@ Status event_fd_wakes_a_sleeper(Transport& transport, Bootstrap& boot) {
   auto later = transport.open_p2p({});
   if (!later) return later.status();
   P2pChannel& c = **ch;
-  // Each owner arms its own channel; the transport arms what is its own.
+  // Each owner arms its own channels (this rank owns both: the later one's
+  // fd, once signalled, stays readable in the shared set until armed); the
+  // transport arms what is its own.
   auto arm = [&] {
-    Status mine = c.arm();
-    Status own = transport.arm();
-    return mine.is_ok() ? own : mine;
+    for (Status st : {c.arm(), (*later)->arm(), transport.arm()})
+      if (!st.is_ok()) return st;
+    return Status::ok();
   };
   Status result = Status::ok();
   if (boot.rank() == 1) {
