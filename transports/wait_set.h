@@ -4,11 +4,9 @@
 // (Transport::event_fd) instead of spinning. Shared by the udp and verbs
 // backends; channels hold it by shared_ptr since they may outlive nothing
 // but must unregister in any destruction order. Arming a reliable channel is
-// its owner's business (P2pChannel::arm), not the set's: with several groups
-// on one transport, the set once armed only the channel opened last, so the
-// others' owners slept through their messages until the nap's cap, and
-// arming UCX's channel for another group told its hand-off helper that its
-// owner was back.
+// its owner's business (P2pChannel::arm), not the set's: several groups may
+// share one transport, and arming UCX's channel for another group would tell
+// its hand-off helper that its owner was back.
 
 #include <memory>
 
