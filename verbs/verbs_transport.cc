@@ -38,6 +38,8 @@ class WatchedUd final : public McastChannel {
   bool land(const LandingZone& zone) override { return ch_->land(zone); }
   uint32_t landed_count() const override { return ch_->landed_count(); }
   void close_landing(std::span<RecvView> lent) override { ch_->close_landing(lent); }
+  int event_fd() const override { return ch_->event_fd(); }
+  Status arm() override { return ch_->arm(); }
 
  private:
   std::unique_ptr<UdChannel> ch_;

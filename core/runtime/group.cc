@@ -350,19 +350,32 @@ bool Group::Impl::pump_receives(Nanos now) {
 }
 
 void Group::Impl::sleep_until_event(Nanos max_wait) {
-  int fd = transport_->event_fd();
+  ++naps_;
   const int send_fd = send_blocked_ ? mcast_->send_wait_fd() : -1;
+  const int p2p_fd = departed_ ? -1 : p2p_->event_fd();
+  const int mcast_fd = mcast_ ? mcast_->event_fd() : -1;
+  // This group's own channels when each has a descriptor: the transport's
+  // is shared by every group on it, and another group's unread datagrams
+  // would end each of this one's naps at once.
+  const bool own = p2p_fd >= 0 && (!mcast_ || mcast_fd >= 0);
+  const int fd = own ? p2p_fd : transport_->event_fd();
   if (fd < 0 || (send_blocked_ && send_fd < 0)) {
     std::this_thread::sleep_for(std::min<Nanos>(max_wait, transport_->idle_sleep()));
     return;
   }
-  // This group's own channel, then the transport's: another group on the
-  // transport arms its channel itself.
+  // The reliable channel first: loopback's arming of it resets the one
+  // descriptor that its multicast channel shares. Another group on the
+  // transport arms its own channels itself.
   if (!departed_ && p2p_->arm().code() == Errc::kAgain) return;
-  if (transport_->arm().code() == Errc::kAgain) return;
-  std::array<pollfd, 3> pfd{};
+  if (own) {
+    if (mcast_ && mcast_->arm().code() == Errc::kAgain) return;
+  } else if (transport_->arm().code() == Errc::kAgain) {
+    return;
+  }
+  std::array<pollfd, 4> pfd{};
   nfds_t n = 0;
   pfd[n++] = {fd, POLLIN, 0};
+  if (own && mcast_fd >= 0 && mcast_fd != fd) pfd[n++] = {mcast_fd, POLLIN, 0};
   if (send_fd >= 0) pfd[n++] = {send_fd, POLLOUT, 0};
   if (extra_wake_fd_ >= 0) pfd[n++] = {extra_wake_fd_, POLLIN, 0};
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(max_wait).count();

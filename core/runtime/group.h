@@ -3,8 +3,9 @@
 // (include/ibbcast/ibbcast.hpp). It binds one Engine to one transport's
 // channels and one bootstrap, and drives them from the calling
 // thread (a channel that needs progress between calls, UCX's, runs its own
-// helper only while the application is away). Waiting sleeps on the transport's
-// event fd, so many ranks on few cores do not starve each other.
+// helper only while the application is away). Waiting sleeps on the group's
+// own channels' descriptors (else the transport's event fd), so many ranks on
+// few cores do not starve each other.
 //
 // A node-aware group (group_node.cc) runs the engine among one rank per node,
 // its leader; the node's ranks pass each broadcast through a shared segment.
@@ -72,6 +73,12 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   /// over: a descriptor left readable would turn every later nap into a spin.
   void set_extra_wake_fd(int fd) {
     extra_wake_fd_ = fd;
+  }
+
+  /// How often this rank slept waiting for an event (a check that a waiting
+  /// rank sleeps rather than spins: it grows with events, not with time).
+  uint64_t naps() const {
+    return naps_;
   }
 
   /// ok while usable; kPeerFailed once this rank knows a peer died (sticky:
@@ -217,6 +224,7 @@ class [[gnu::visibility("hidden")]] Group::Impl {
 
   Transport* transport_ = nullptr;
   int extra_wake_fd_ = -1;
+  uint64_t naps_ = 0;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<McastChannel> mcast_;
   std::unique_ptr<P2pChannel> p2p_;

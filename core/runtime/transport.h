@@ -117,6 +117,14 @@ class McastChannel {
   /// Without it a sender held back by a slower link slept until the next
   /// receive event or timer — up to 50 ms per refill of the socket buffer.
   virtual int send_wait_fd() const { return -1; }
+  /// A descriptor readable when poll may return something, and its arming
+  /// (kAgain when datagrams are pending: poll first), or -1. With it (and the
+  /// reliable channel's), a group sleeps on its own channels alone; without,
+  /// on the transport's event_fd, which every group of the transport shares:
+  /// there another group's unread datagrams wake it, and a level-triggered
+  /// socket that nobody reads turns each of its naps into a spin.
+  virtual int event_fd() const { return -1; }
+  virtual Status arm() { return Status::ok(); }
 
   /// Zero-copy receives into `zone` (registered through the transport's
   /// register_memory). false: not supported or not now (then nothing

@@ -263,6 +263,7 @@ std::span<const Check> contract() {
       {"MulticastReachesEveryMemberByteExact", 3, false, multicast_reaches_every_member},
       {"ReliableChannelIsOrderedPerPeerAndByteExact", 3, false, reliable_channel_is_ordered},
       {"EventFdWakesASleepingRank", 2, true, event_fd_wakes_a_sleeper},
+      {"EventFdSleepIgnoresAnIdleGroup", 2, true, event_fd_sleep_ignores_an_idle_group},
       {"EveryAlgorithmBroadcastsByteExact", 5, false, every_algorithm_broadcasts},
       {"AuthenticatedBroadcastsByteExact", 4, false, authenticated_broadcasts},
       {"LargeBroadcastThenForeignCollective", 3, false, large_broadcast_then_foreign_collective},

@@ -27,6 +27,13 @@ Status reliable_channel_is_ordered(Transport& transport, Bootstrap& boot);
 /// it, and arming with the message pending is refused.
 Status event_fd_wakes_a_sleeper(Transport& transport, Bootstrap& boot);
 
+/// Two two-stage groups on one transport: rank 0 broadcasts 64 KiB on the
+/// second, which the others leave unread while they wait 200 ms for rank 0's
+/// late broadcast on the first. They must sleep meanwhile (50 naps at most,
+/// Group::Impl::naps), not be woken over and over by the unread traffic; both
+/// broadcasts byte-exact on every rank.
+Status event_fd_sleep_ignores_an_idle_group(Transport& transport, Bootstrap& boot);
+
 /// Every algorithm broadcasts 100 003 bytes from two roots through Group,
 /// byte-exact on every rank; with native multicast, the two-stage broadcast
 /// must have joined on every rank and carried fragments by multicast.

@@ -1,6 +1,8 @@
 // The broadcast part of the contract: Group over the backend under test.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "core/runtime/group.h"
 #include "core/runtime/host.h"
@@ -60,6 +62,63 @@ Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot) {
     }
   }
   return first;
+}
+
+Status event_fd_sleep_ignores_an_idle_group(Transport& transport, Bootstrap& boot) {
+  if (transport.event_fd() < 0) {
+    return make_error(Errc::kUnsupported, transport.capabilities().name + " has no event fd");
+  }
+  using std::chrono::milliseconds;
+  const uint32_t me = boot.rank();
+  EngineConfig cfg;
+  cfg.algorithm = Algorithm::kTwoStage;
+  auto busy = create_group(transport, boot, cfg);
+  if (!busy) return busy.status();
+  auto idle = create_group(transport, boot, cfg);
+  if (!idle) return idle.status();
+  const std::size_t idle_size = 64 * 1024, busy_size = 1000;
+  const auto idle_want = local::pattern(idle_size, 31), busy_want = local::pattern(busy_size, 32);
+  std::vector<std::byte> idle_buf = me == 0 ? idle_want : std::vector<std::byte>(idle_size);
+  std::vector<std::byte> busy_buf = me == 0 ? busy_want : std::vector<std::byte>(busy_size);
+  IBBCAST_RETURN_IF_ERROR(boot.barrier());
+  const auto start = std::chrono::steady_clock::now();
+  Status st = Status::ok();
+  if (me == 0) {
+    // The idle group's datagrams and ring copies reach the others, who do
+    // not read them until after the busy group's broadcast, which comes late.
+    auto req = (*idle)->ibcast(0, idle_buf.data(), idle_size);
+    if (!req) return req.status();
+    while (std::chrono::steady_clock::now() < start + milliseconds(20)) {
+      IBBCAST_RETURN_IF_ERROR((*idle)->progress(true, milliseconds(1)));
+    }
+    std::this_thread::sleep_until(start + milliseconds(250));
+    st = (*busy)->bcast(0, busy_buf.data(), busy_size);
+    if (Status w = (*idle)->wait(*req); st) st = w;
+  } else {
+    std::this_thread::sleep_until(start + milliseconds(50));
+    const uint64_t before = (*busy)->impl().naps();
+    const auto from = std::chrono::steady_clock::now();
+    st = (*busy)->bcast(0, busy_buf.data(), busy_size);
+    const uint64_t naps = (*busy)->impl().naps() - before;
+    const auto waited =
+        std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - from);
+    // Asleep, a rank wakes for its own events and the nap's cap (50 ms):
+    // a handful of naps. Woken by the idle group's unread traffic, it
+    // spins through thousands in the same time.
+    if (st && naps > 50) {
+      st = make_error(Errc::kInternal, "rank " + std::to_string(me) + " napped " +
+                                           std::to_string(naps) + " times in " +
+                                           std::to_string(waited.count()) +
+                                           " ms waiting for a late root: another group's "
+                                           "unread traffic kept waking it");
+    }
+    if (st && busy_buf != busy_want) st = make_error(Errc::kCorrupt, "busy group: wrong bytes");
+    Status r = (*idle)->bcast(0, idle_buf.data(), idle_size);
+    if (st) st = r;
+  }
+  if (st && idle_buf != idle_want) st = make_error(Errc::kCorrupt, "idle group: wrong bytes");
+  Status b = boot.barrier();
+  return st.is_ok() ? b : st;
 }
 
 Status large_broadcast_then_foreign_collective(Transport& transport, Bootstrap& boot) {

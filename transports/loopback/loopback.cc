@@ -93,6 +93,14 @@ class McastLoop final : public McastChannel {
     for (const auto& v : views)
       held_.erase(v.handle);
   }
+  // The rank's one eventfd, shared with its reliable channels. Arming does
+  // not reset it: the reliable channel's arming did, just before (a reset
+  // here would lose a message that arrived in between).
+  int event_fd() const override { return f_->boxes[rank_].efd; }
+  Status arm() override {
+    std::lock_guard lock(f_->mu);
+    return queue_.datagrams.empty() ? Status::ok() : make_error(Errc::kAgain, "");
+  }
 
  private:
   std::shared_ptr<Fabric> f_;

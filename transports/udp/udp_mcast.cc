@@ -73,6 +73,8 @@ class McastSocket final : public McastChannel {
   }
 
   int send_wait_fd() const override { return fd_; }
+  // Level-triggered: nothing to arm.
+  int event_fd() const override { return fd_; }
 
   std::size_t poll(std::span<RecvView> out) override {
     if (in_use_ != 0 || out.empty()) return 0;  // the driver releases a batch before the next
