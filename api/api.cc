@@ -84,7 +84,7 @@ Status Group::wait(uint64_t request) {
   return impl_->wait(request);
 }
 Status Group::progress(bool block, std::chrono::nanoseconds max_wait) {
-  return impl_->progress(block, max_wait);
+  return impl_->application_progress(block, max_wait);
 }
 const Status& Group::health() const {
   return impl_->health();

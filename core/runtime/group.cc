@@ -182,6 +182,21 @@ Status Group::Impl::progress(bool block, Nanos max_wait) {
   return Status::ok();
 }
 
+Status Group::Impl::application_progress(bool block, Nanos max_wait) {
+  Status st = progress(block, max_wait);
+  // The call took the channel back from its helper; with nothing pending,
+  // nobody would hand it off again before this rank's next broadcast, and
+  // what the channel still holds for a peer (the last forwards, in UCX's
+  // user-space buffer) would wait for it: a peer waiting for them in the
+  // application's next collective never got them.
+  const bool pending = engine_->pending_ops() != 0 ||
+                       std::any_of(node_ops_.begin(), node_ops_.end(), [](const auto& kv) {
+                         return kv.second.step != NodeOp::Step::kDone;
+                       });
+  if (!pending) p2p_->hand_off();
+  return st;
+}
+
 bool Group::Impl::pump_sends(Nanos now) {
   if (departed_) {
     // This leader left the ring (node_fail): its engine failed, nothing goes.

@@ -60,6 +60,10 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   /// Runs the engine and channels once; with `block`, sleeps on the event fd up
   /// to `max_wait` when there was nothing to do.
   Status progress(bool block, Nanos max_wait);
+  /// progress() called by the application (Group::progress), which may next
+  /// wait elsewhere for a peer: with no broadcast of this group pending, the
+  /// channel goes back to its hand-off helper, as after the last broadcast.
+  Status application_progress(bool block, Nanos max_wait);
 
   /// Called between naps while bcast/wait block, for a library that shares
   /// the ranks and needs their progress (an MPI whose pending sends a peer

@@ -117,7 +117,9 @@ class IBBCAST_EXPORT Group {
   /// Blocks until the request is done or failed.
   Status wait(uint64_t request);
   /// Runs the engine and channels once; with `block`, sleeps on the fabric's
-  /// event fd up to `max_wait` when there was nothing to do.
+  /// event fd up to `max_wait` when there was nothing to do. With no
+  /// broadcast pending, what this rank still owes its peers leaves without
+  /// it once the call returns, as after a broadcast.
   Status progress(bool block, std::chrono::nanoseconds max_wait);
 
   /// ok while usable; kPeerFailed once this rank knows a peer died (sticky:

@@ -39,9 +39,10 @@ Status event_fd_sleep_ignores_an_idle_group(Transport& transport, Bootstrap& boo
 /// must have joined on every rank and carried fragments by multicast.
 Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot);
 
-/// Two-stage broadcasts of 16 MiB, each followed at once by a barrier that
+/// Four two-stage broadcasts of 16 MiB, each followed by a barrier that
 /// does not progress the group (as an application's next MPI collective
-/// would not): every rank completes, byte-exact. A rank that left while its
+/// would not), the last two after one more progress() call of the
+/// application: every rank completes, byte-exact. A rank that left while its
 /// predecessor's stage-2 stream was still arriving would stall that sender on
 /// channels that need the receiver's progress (TCP), until the barrier timed out.
 Status large_broadcast_then_foreign_collective(Transport& transport, Bootstrap& boot);
