@@ -28,8 +28,8 @@ class UdChannel final : public McastChannel {
   std::size_t poll(std::span<RecvView> out) override { return queue_->poll(out); }
   void release(std::span<const RecvView> views) override { queue_->release(views); }
 
-  int event_fd() const { return queue_->event_fd(); }
-  Status arm() { return queue_->arm(); }
+  int event_fd() const override { return queue_->event_fd(); }
+  Status arm() override { return queue_->arm(); }
   const UdCounters& counters() const { return queue_->counters(); }
   Status drain_zero_copy() { return queue_->drain_zero_copy(); }
   bool land(const LandingZone& zone) override { return queue_->land(zone); }
