@@ -1,8 +1,9 @@
 #pragma once
 // One epoll set per transport covering its multicast channels' descriptors
-// and its reliable channels', so a waiting rank sleeps on a single fd
-// (Transport::event_fd) instead of spinning. Shared by the udp and verbs
-// backends; channels hold it by shared_ptr since they may outlive nothing
+// and its reliable channels' (Transport::event_fd): what a group sleeps on
+// when its channels lack descriptors of their own (a group with them sleeps
+// on those, so another group's unread traffic cannot wake it). Shared by the
+// udp and verbs backends; channels hold it by shared_ptr since they may outlive nothing
 // but must unregister in any destruction order. Arming a reliable channel is
 // its owner's business (P2pChannel::arm), not the set's: several groups may
 // share one transport, and arming UCX's channel for another group would tell

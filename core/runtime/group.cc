@@ -25,10 +25,8 @@ Group::Impl::~Impl() {
     // peers that have not entered the last one yet still get what it sent
     // them (the channel lingers for that). One that did not finish fails
     // its peers at once instead of leaving them waiting.
-    bool clean = !engine_ || (engine_->pending_ops() == 0 && engine_->stats().errors == 0 &&
+    bool clean = !engine_ || (!broadcast_pending() && engine_->stats().errors == 0 &&
                               engine_->group_status().is_ok());
-    for (const auto& [id, op] : node_ops_)
-      clean &= op.step == NodeOp::Step::kDone;
     clean &= node_status_.is_ok();
     // The node's other ranks would wait for this one's bytes or copies.
     if (!clean && segment_) {
@@ -189,12 +187,14 @@ Status Group::Impl::application_progress(bool block, Nanos max_wait) {
   // what the channel still holds for a peer (the last forwards, in UCX's
   // user-space buffer) would wait for it: a peer waiting for them in the
   // application's next collective never got them.
-  const bool pending = engine_->pending_ops() != 0 ||
-                       std::any_of(node_ops_.begin(), node_ops_.end(), [](const auto& kv) {
-                         return kv.second.step != NodeOp::Step::kDone;
-                       });
-  if (!pending) p2p_->hand_off();
+  if (!broadcast_pending()) p2p_->hand_off();
   return st;
+}
+
+bool Group::Impl::broadcast_pending() const {
+  return engine_->pending_ops() != 0 ||
+         std::any_of(node_ops_.begin(), node_ops_.end(),
+                     [](const auto& kv) { return kv.second.step != NodeOp::Step::kDone; });
 }
 
 bool Group::Impl::pump_sends(Nanos now) {

@@ -159,6 +159,8 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   bool pump_receives(Nanos now);
   bool pump_multicast(Nanos now);
   void sleep_until_event(Nanos max_wait);
+  /// A broadcast of this group (the engine's or a node's) is not finished.
+  bool broadcast_pending() const;
   // Zero-copy receives (group_landing.cc).
   MemoryRegion register_buffer(std::span<std::byte> buffer, bool* ok);
   MemoryRegion register_p2p(std::span<std::byte> buffer);
