@@ -52,7 +52,7 @@ Result<std::vector<BenchRow>> parse_bench_csv(std::string_view text) {
     start = end + 1;
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || line.starts_with("algorithm,") || line.starts_with("ucx_stream,") ||
+    if (line.empty() || line.starts_with("algorithm,") || line.starts_with("ucx_stream") ||
         line.starts_with("#")) {
       continue;
     }

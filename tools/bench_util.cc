@@ -1,5 +1,7 @@
 #include "tools/bench_util.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -163,6 +165,15 @@ std::function<void()> Pinger::nap(Group& g) {
     impl.set_extra_wake_fd(ch_.event_fd());
     (void)impl.progress(true, std::chrono::milliseconds(1));
     impl.set_extra_wake_fd(-1);
+  };
+}
+
+std::function<void()> Pinger::nap() {
+  if (ch_.event_fd() < 0) return [] {};
+  return [this] {
+    if (ch_.arm().code() == Errc::kAgain) return;  // something is there: no nap
+    pollfd p{ch_.event_fd(), POLLIN, 0};
+    (void)::poll(&p, 1, 1);
   };
 }
 

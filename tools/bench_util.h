@@ -59,6 +59,8 @@ class Pinger {
   /// measured (8 on 2 cores here). A node-aware group's members also wait on
   /// their node's segment, which no descriptor shows: for them it only polls.
   std::function<void()> nap(Group& g);
+  /// The same for this channel alone (no group): naps on its descriptor, 1 ms at most.
+  std::function<void()> nap();
 
  private:
   static constexpr auto kWaitLimit = std::chrono::seconds(30);

@@ -106,22 +106,28 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   Pinger pinger(**pong, boot.rank());
   if (boot.rank() == 0) print_csv_header();
   if (option(args, "stream", "") == "1" && boot.size() >= 2) {
-    // One UCX stream root → rank 1 of each size, chunked like the chain.
-    auto noop = [] {};
-    double rtt = 0;
-    IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, 0, 1, noop, &rtt));
-    for (uint64_t size : plan.sizes) {
-      std::vector<double> samples;
-      for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
-        IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(noop));
-        double us = 0;
-        IBBCAST_RETURN_IF_ERROR(pinger.stream(0, 1, size, 1404, rtt, noop, &us));
-        if (it >= plan.warmup && boot.rank() == 0) samples.push_back(us);
-      }
-      if (boot.rank() == 0) {
-        std::printf("ucx_stream,%llu,2,0,point_to_point,1,%.1f,\n",
-                    static_cast<unsigned long long>(size), median(samples));
-        std::fflush(stdout);
+    // One UCX stream root → rank 1 of each size, chunked like the chain: once with both ends
+    // spinning (the channel's best), once with both asleep between polls as a group's waits
+    // are (the yardstick for a broadcast: its receiver sleeps too).
+    const std::function<void()> spin = [] {};
+    const std::function<void()> asleep = pinger.nap();
+    for (const auto& [name, idle] :
+         {std::pair{"ucx_stream", &spin}, {"ucx_stream_asleep", &asleep}}) {
+      double rtt = 0;
+      IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, 0, 1, *idle, &rtt));
+      for (uint64_t size : plan.sizes) {
+        std::vector<double> samples;
+        for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
+          IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(spin));
+          double us = 0;
+          IBBCAST_RETURN_IF_ERROR(pinger.stream(0, 1, size, 1404, rtt, *idle, &us));
+          if (it >= plan.warmup && boot.rank() == 0) samples.push_back(us);
+        }
+        if (boot.rank() == 0) {
+          std::printf("%s,%llu,2,0,point_to_point,1,%.1f,\n", name,
+                      static_cast<unsigned long long>(size), median(samples));
+          std::fflush(stdout);
+        }
       }
     }
   }

@@ -5,7 +5,8 @@
 # machine, the sweep in two rounds: every per-node median it reports is a
 # latency (positive), each target it leaves out is named on stderr, and the
 # max-over-ranks rows are there, once per cell; more rounds than iterations
-# are refused. The sweep of 2026-11-22 had 17 negative per-node medians: the
+# are refused; `--stream` gives the UCX stream's time per size, spinning and
+# asleep. The sweep of 2026-11-22 had 17 negative per-node medians: the
 # root read the pong only after its own bcast returned.
 #
 # rounds: several groups alive at once in one process, their broadcast
@@ -49,6 +50,19 @@ per_node() {
   rc=$?
   [[ $rc -ne 0 && $refused == *"--rounds takes 1 to --iterations (2), got 3"* ]] ||
     fail "--rounds 3 --iterations 2: exit $rc, $(tail -3 <<<"$refused")"
+  # --stream: the UCX stream's time per size, its ends spinning and asleep, each positive.
+  out=$("$here/support/netns_run.sh" - 2 -- timeout 120 mpirun --allow-run-as-root --oversubscribe \
+    -np 2 -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 --stream --max-only \
+    --algorithms linear --sizes 1,64k --iterations 4 --warmup 1 2>&1)
+  rc=$?
+  echo "$out" | grep '^ucx_stream'
+  [[ $rc -eq 0 ]] || fail "bench --stream exited $rc: $(tail -5 <<<"$out")"
+  for what in ucx_stream ucx_stream_asleep; do
+    for size in 1 65536; do
+      awk -F, -v w="$what" -v s="$size" '$1 == w && $2 == s && $7 > 0 { f = 1 } END { exit !f }' \
+        <<<"$out" || fail "--stream: no positive $what row of $size B"
+    done
+  done
   [[ $fails -eq 0 ]] && echo "PASS: $rows per-node medians, all positive; $left left out and named"
 }
 
