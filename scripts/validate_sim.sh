@@ -4,7 +4,9 @@
 # of a broadcast, the engine's copy; engine_bench's cost per fragment), measure every algorithm
 # with `ibbcast bench` (per-node method, thesis 4.2.1) on the namespace fabric unshaped and with
 # every link shaped, predict each cell with `ibbcast sim --params FILE`, and write
-#   OUT/params-DATE.txt            the parameter file (unshaped; the shaped runs add link.mbit)
+#   OUT/params-DATE-rN.txt         the parameter file of N ranks (unshaped; the shaped runs add
+#                                  link.mbit): the mean of two calibrations, before and after
+#                                  the N-rank sweep on the same fabric
 #   OUT/validate-bench-DATE.csv    the bench rows, with the link shape
 #   OUT/validate-sim-DATE.csv      measured against predicted, one row per cell
 #   OUT/validate-sim-DATE.svg      predicted against measured
@@ -18,35 +20,42 @@
 #   RANKS="2 4 8"  SIZES=1,1k,64k,1m,16m  SHAPED_SIZES=1,1k,64k,1m  RATE=200 (Mbit/s, 0: none)
 #   ALGORITHMS=(every one)  ITERATIONS=20  WARMUP=2  FRAGMENT=8k  MTU=9000  OUT=docs/bench
 #   ROUNDS=5: passes over each sweep (`bench --rounds`), the iterations split over them
-#   PARAMS=FILE: use this parameter file instead of calibrating
+#   PARAMS=FILE: use this parameter file instead of calibrating ("%n" in it: the rank count)
 #   BENCH=FILE: with PARAMS, predict and compare the rows of an earlier run (no fabric)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 if [[ ${1-} == --inside ]]; then
-  # One fabric of $2 ranks: the calibration (when asked: $4 the file), then (unless $5 is
-  # "calibrate-only") the bench rows per shape, each prefixed by the shape.
-  n=$2 bin=$3 calibrate=$4 what=${5:-all}
+  # One fabric of $2 ranks: (when $4 is not '-') a calibration on its first two hosts into
+  # $4.before, the bench rows per shape, each prefixed by the shape, and a calibration into
+  # $4.after. The machine's speed moves by a third within the hour (runs 28e/28f): the two
+  # calibrations price the sweep they bracket, not one made minutes before on a quieter machine.
+  n=$2 bin=$3 calibrate=$4
   F=$IBBCAST_NETNS_FABRIC P=$IBBCAST_NETNS_PREFIX
   "$F" mtu "$P" "$MTU"
   run() {
-    timeout 3000 mpirun --allow-run-as-root --oversubscribe -np "$n" -x IBBCAST_NETNS_PREFIX \
+    local np=$1
+    shift
+    timeout 3000 mpirun --allow-run-as-root --oversubscribe -np "$np" -x IBBCAST_NETNS_PREFIX \
       -x UCX_TLS "$bin" bench --udp-interface eth0 --fragment-size "$FRAGMENT" "$@"
   }
-  if [[ $calibrate != - ]]; then
-    run --calibrate --params-out "$calibrate" --fragment-ns "${FRAGMENT_NS:-0}" \
+  calibrate() {
+    [[ $calibrate == - ]] && return 0
+    "$F" shape "$P" off
+    run 2 --calibrate --params-out "$calibrate.$1" --fragment-ns "${FRAGMENT_NS:-0}" \
       ${BYTE_NS:+--byte-ns "$BYTE_NS"} >&2
-  fi
-  [[ $what == calibrate-only ]] && exit 0
+  }
+  calibrate before
   shapes=off
   ((RATE > 0)) && shapes="off ${RATE}mbit"
   for shape in $shapes; do
     "$F" shape "$P" "$shape"
     sizes=$SIZES
     [[ $shape != off ]] && sizes=$SHAPED_SIZES
-    run --algorithms "$ALGORITHMS" --sizes "$sizes" --iterations "$ITERATIONS" \
+    run "$n" --algorithms "$ALGORITHMS" --sizes "$sizes" --iterations "$ITERATIONS" \
       --warmup "$WARMUP" --rounds "$ROUNDS" | awk -v s="$shape" -F, '$1 != "algorithm" { print s "," $0 }'
   done
+  calibrate after
   exit 0
 fi
 
@@ -65,7 +74,6 @@ day=$(date -u +%F)
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-params=${PARAMS:-$out/params-$day.txt}
 
 # The engine's costs per fragment and per byte: engine_bench's receiver (CRC on, copied, not
 # landed) at 256 B and 4 KiB fragments, a line through the two.
@@ -83,18 +91,46 @@ print("%.1f %.5f" % (max(v[256] - 256 * b, 0), max(b, 0)))')
   export FRAGMENT_NS=$frag_ns BYTE_NS=$byte_ns
 fi
 
+# The parameter file of n ranks: PARAMS with %n replaced (one file for every rank count when
+# it has no %n), else the mean of the calibrations before and after that rank count's sweep.
+params_of() { local p=${PARAMS:-$out/params-$day-r%n.txt}; echo "${p//%n/$1}"; }
+average_params() {
+  python3 - "$@" <<'PY'
+import sys
+before, after, out = sys.argv[1:]
+def read(path):
+    lines = open(path).read().splitlines()
+    return lines, {l.split(" = ")[0]: l.split(" = ")[1] for l in lines if " = " in l}
+lb, vb = read(before)
+la, va = read(after)
+with open(out, "w") as f:
+    for l in lb:
+        if l.startswith("#"):
+            f.write(l + "\n")
+    f.write("# after the sweep: " + "; ".join(l[2:] for l in la if l.startswith("# ping")) + "\n")
+    f.write("# values: the mean of the calibrations before and after the sweep\n")
+    for l in lb:
+        if " = " not in l:
+            continue
+        k = l.split(" = ")[0]
+        x, y = float(vb[k]), float(va.get(k, vb[k]))
+        f.write("%s = %.6g\n" % (k, (x + y) / 2))
+PY
+}
+
 : >"$tmp/bench.csv"
-if [[ -z ${PARAMS-} ]]; then
-  echo "validate_sim: calibration on 2 ranks" >&2
-  "$repo/tests/support/netns_run.sh" - 2 -- "$0" --inside 2 "$bin" "$params" calibrate-only
-fi
 [[ -n ${BENCH-} ]] && ranks_measured=() || ranks_measured=("${ranks[@]}")
 for n in "${ranks_measured[@]}"; do
   echo "validate_sim: $n ranks" >&2
-  "$repo/tests/support/netns_run.sh" - "$n" -- "$0" --inside "$n" "$bin" - >"$tmp/bench_$n.csv"
+  cal=-
+  [[ -z ${PARAMS-} ]] && cal=$tmp/cal_$n
+  "$repo/tests/support/netns_run.sh" - "$n" -- "$0" --inside "$n" "$bin" "$cal" >"$tmp/bench_$n.csv"
   cat "$tmp/bench_$n.csv" >>"$tmp/bench.csv"
+  [[ $cal == - ]] || average_params "$cal.before" "$cal.after" "$(params_of "$n")"
 done
-[[ -s $params ]] || { echo "validate_sim: no parameter file $params" >&2; exit 1; }
+for n in "${ranks[@]}"; do
+  [[ -s $(params_of "$n") ]] || { echo "validate_sim: no parameter file $(params_of "$n")" >&2; exit 1; }
+done
 bench=${BENCH:-$out/validate-bench-$day.csv}
 if [[ -z ${BENCH-} ]]; then
   {
@@ -103,35 +139,30 @@ if [[ -z ${BENCH-} ]]; then
   } >"$bench"
 fi
 
-# The predictions: one sim run per shape and size, over every rank count and algorithm.
+# The predictions: per rank count (its own parameter file), shape and size, every algorithm.
 # The shaped links: tests/support/netns_fabric.sh's tbf (a 32 KiB bucket), which idles about
 # the root's 200 us wait of the per-node method before each broadcast; the broadcasts follow
 # each other, so what one leaves queued on a link (two-stage's ring copies) delays the next.
-sed -e "s/^link.mbit = .*/link.mbit = $RATE/" "$params" >"$tmp/params-shaped.txt"
-printf 'link.burst_bytes = 32768\nlink.idle_us = 200\nlink.previous_broadcasts = 2\n' \
-  >>"$tmp/params-shaped.txt"
+# Beside them, what `auto` picks per cell under the default knobs, the LogGP-calibrated ones
+# and the crossovers the simulator derives from the same parameters (sim --derive-auto).
 : >"$tmp/sim.csv"
-ranks_list=$(IFS=,; echo "${ranks[*]}")
-for shape in off ${RATE}mbit; do
-  [[ $RATE == 0 && $shape != off ]] && continue
-  p=$params sizes=$SIZES
-  [[ $shape != off ]] && p=$tmp/params-shaped.txt sizes=$SHAPED_SIZES
-  for s in ${sizes//,/ }; do
-    "$bin" sim --ranks "$ranks_list" --algorithms "$ALGORITHMS" --size "$s" \
-      --fragment-size "$FRAGMENT" --params "$p" |
-      awk -v sh="$shape" -F, '$1 != "algorithm" { print sh "," $0 }' >>"$tmp/sim.csv"
-  done
-done
-
-# What `auto` picks per cell under the default knobs, the LogGP-calibrated ones and the
-# crossovers the simulator derives from the same parameters (ibbcast sim --derive-auto).
 echo "shape,ranks,multicast,crossover_nodes,crossover_size,fibo_s,fibo_r,size,auto_default,auto_loggp,auto_model" >"$tmp/auto.csv"
-for shape in off ${RATE}mbit; do
-  [[ $RATE == 0 && $shape != off ]] && continue
-  p=$params sizes=$SIZES
-  [[ $shape != off ]] && p=$tmp/params-shaped.txt sizes=$SHAPED_SIZES
-  "$bin" sim --derive-auto --ranks "$ranks_list" --sizes "$sizes" --fragment-size "$FRAGMENT" \
-    --params "$p" | awk -v sh="$shape" 'NR > 1 { print sh "," $0 }' >>"$tmp/auto.csv"
+for n in "${ranks[@]}"; do
+  shaped=$tmp/params-shaped-$n.txt
+  sed -e "s/^link.mbit = .*/link.mbit = $RATE/" "$(params_of "$n")" >"$shaped"
+  printf 'link.burst_bytes = 32768\nlink.idle_us = 200\nlink.previous_broadcasts = 2\n' >>"$shaped"
+  for shape in off ${RATE}mbit; do
+    [[ $RATE == 0 && $shape != off ]] && continue
+    p=$(params_of "$n") sizes=$SIZES
+    [[ $shape != off ]] && p=$shaped sizes=$SHAPED_SIZES
+    for s in ${sizes//,/ }; do
+      "$bin" sim --ranks "$n" --algorithms "$ALGORITHMS" --size "$s" \
+        --fragment-size "$FRAGMENT" --params "$p" |
+        awk -v sh="$shape" -F, '$1 != "algorithm" { print sh "," $0 }' >>"$tmp/sim.csv"
+    done
+    "$bin" sim --derive-auto --ranks "$n" --sizes "$sizes" --fragment-size "$FRAGMENT" \
+      --params "$p" | awk -v sh="$shape" 'NR > 1 { print sh "," $0 }' >>"$tmp/auto.csv"
+  done
 done
 
 python3 "$repo/scripts/validate_sim_compare.py" "$bench" "$tmp/sim.csv" \
