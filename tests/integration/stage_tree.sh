@@ -9,6 +9,7 @@
 #              change one file's bytes (same size): only it is rewritten; the same
 #              with its mtime put back: skipped, --checksum rewrites it; --force
 #              --no-pack (a broadcast per chunk; packed runs take fewer than files);
+#              --digest crc32c (named in the summary), an unknown digest refused;
 #              a changed mode rewrites that file; --preserve keeps folder modes;
 #              mtimes and modes on every rank; again (all skipped); --dry-run writes
 #              nothing; --quiet says nothing, --json writes the summary; --exclude
@@ -167,6 +168,14 @@ case $scenario in
     all_ok "$nfiles" 0
     [[ $(broadcasts) -gt $((nfiles - 1)) ]] || fail "--no-pack: $(broadcasts) broadcasts for $nfiles files"
     echo "broadcasts: packed $packed, --no-pack $(broadcasts)"
+    # --digest crc32c: the root's choice reaches every rank through the manifest; every
+    # copy checked by it and byte for byte below; an unknown name is an error on the root.
+    stage true "" "--force --digest crc32c $args"
+    all_ok "$nfiles" 0
+    lines 0 stdout | grep -q ', digest crc32c$' || fail "--digest crc32c: $(lines 0 stdout | head -1)"
+    stage true "" "--digest md5 $args"
+    [[ $rc -ne 0 ]] && grep -q "digest must be sha256 or crc32c, got 'md5'" "$out" ||
+      fail "--digest md5: exit $rc, $(tail -3 "$out")"
     # A changed mode is a changed file; every copy has the source's mtimes
     # and modes; --preserve gives folders their modes; again, all skipped.
     chmod 0640 "$src/d2/f2"

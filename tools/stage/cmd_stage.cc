@@ -47,6 +47,9 @@ Result<stage::StageOptions> stage_options(const Args& a, uint32_t rank) {
   for (std::string g; std::getline(globs, g, ',');)
     if (!g.empty()) o.exclude.push_back(g);
   o.pack = option(a, "no-pack", "") != "1";
+  auto digest = stage::parse_digest_kind(option(a, "digest", ""));
+  if (!digest) return digest.status();
+  o.digest = *digest;
   o.progress = option(a, "progress", "auto");
   if (o.progress != "auto" && o.progress != "tty" && o.progress != "plain" &&
       o.progress != "none") {

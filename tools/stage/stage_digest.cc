@@ -19,6 +19,18 @@ DigestKind build_digest_kind() {
   return IBBCAST_STAGE_SHA256 ? DigestKind::kSha256 : DigestKind::kCrc32c;
 }
 
+Result<DigestKind> parse_digest_kind(const std::string& name) {
+  if (name.empty()) return build_digest_kind();
+  if (name == "crc32c") return DigestKind::kCrc32c;
+  if (name == "sha256") {
+    if (IBBCAST_STAGE_SHA256) return DigestKind::kSha256;
+    return make_error(Errc::kInvalidArgument,
+                      "--digest sha256: this build has no OpenSSL libcrypto (crc32c only)");
+  }
+  return make_error(Errc::kInvalidArgument,
+                    "--digest must be sha256 or crc32c, got '" + name + "'");
+}
+
 const char* digest_name(DigestKind k) {
   return k == DigestKind::kSha256 ? "sha256" : "crc32c";
 }

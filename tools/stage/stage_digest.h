@@ -12,8 +12,12 @@
 
 namespace ibbcast::tool::stage {
 
-/// The digest this build computes.
+/// The digest this build computes by default.
 DigestKind build_digest_kind();
+/// `--digest`: "sha256" (this build's default when it has libcrypto), "crc32c" (about 10x
+/// faster per byte: a check against corruption, while the frames' authentication keeps
+/// forgeries out), or "" for the default. kInvalidArgument names what is wrong.
+Result<DigestKind> parse_digest_kind(const std::string& name);
 const char* digest_name(DigestKind k);
 
 /// Incremental digest of a byte stream. Not thread-safe; one per stream.

@@ -25,7 +25,7 @@ Status receive_manifest(Group& group, const StageOptions& opt, SourceTree& tree,
                         Status& local) {
   std::vector<std::byte> block(kStartSize), bytes;
   if (group.rank() == 0) {
-    auto walked = walk_sources(opt.sources, build_digest_kind(), WalkOptions{opt.exclude});
+    auto walked = walk_sources(opt.sources, opt.digest, WalkOptions{opt.exclude});
     start.chunk_size = opt.chunk_size;
     start.dry_run = opt.dry_run;
     start.force = opt.force;

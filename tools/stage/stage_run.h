@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/runtime/group.h"
+#include "tools/stage/stage_digest.h"
 #include "tools/stage/stage_pipeline.h"
 
 namespace ibbcast::tool::stage {
@@ -21,6 +22,7 @@ struct StageOptions {
   std::string json;  ///< rank 0 writes the summary there as JSON ("" = none)  ///< glob patterns
                      ///< the root's walk leaves out
   bool pack = true;  ///< the root's choice travels in the start block
+  DigestKind digest = build_digest_kind();  ///< the root's choice travels in the manifest
   std::string progress = "auto";
   std::string transport = "udp";  ///< for the summary: the fabric the group runs on
   TestFault fault;
