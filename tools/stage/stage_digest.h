@@ -1,7 +1,8 @@
 #pragma once
-// The whole-file digest of `ibbcast stage`: SHA-256 when the build has
-// OpenSSL's libcrypto, else CRC32C (which catches corruption, not a
-// deliberate change; the manifest says which one a run used).
+// The whole-file digest of `ibbcast stage`: SHA-256 by default when the build
+// has OpenSSL's libcrypto, else (or with `--digest crc32c`) CRC32C, which
+// catches corruption, not a deliberate change; the manifest says which one a
+// run used.
 
 #include <cstddef>
 #include <memory>
