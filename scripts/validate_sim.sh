@@ -113,8 +113,9 @@ with open(out, "w") as f:
         if " = " not in l:
             continue
         k = l.split(" = ")[0]
-        x, y = float(vb[k]), float(va.get(k, vb[k]))
-        f.write("%s = %.6g\n" % (k, (x + y) / 2))
+        # What both calibrations agree on (sizes, core counts) is kept as written.
+        v = vb[k] if vb[k] == va.get(k, vb[k]) else "%.6g" % ((float(vb[k]) + float(va[k])) / 2)
+        f.write("%s = %s\n" % (k, v))
 PY
 }
 
