@@ -147,7 +147,7 @@ fi
 # Beside them, what `auto` picks per cell under the default knobs, the LogGP-calibrated ones
 # and the crossovers the simulator derives from the same parameters (sim --derive-auto).
 : >"$tmp/sim.csv"
-echo "shape,ranks,multicast,crossover_nodes,crossover_size,fibo_s,fibo_r,size,auto_default,auto_loggp,auto_model" >"$tmp/auto.csv"
+echo "shape,ranks,multicast,crossover_nodes,crossover_size,multicast_max_size,scatter_size,fibo_s,fibo_r,size,auto_default,auto_loggp,auto_model" >"$tmp/auto.csv"
 for n in "${ranks[@]}"; do
   shaped=$tmp/params-shaped-$n.txt
   sed -e "s/^link.mbit = .*/link.mbit = $RATE/" "$(params_of "$n")" >"$shaped"

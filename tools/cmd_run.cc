@@ -24,6 +24,10 @@
 namespace ibbcast::tool {
 namespace {
 
+std::string size_or_never(uint64_t v) {
+  return v == kNeverCrossover ? "never" : format_size(v);
+}
+
 // Test hook (--late-rank): this rank stays away from the last broadcast for
 // a while, as a rank computing, sleeping or stopped by a debugger or a job
 // scheduler does, while the others finish it and destroy their groups.
@@ -103,9 +107,9 @@ Status run_rank(const Args& args, Bootstrap& boot, RankReport& report) {
   if (const auto& c = groups[0]->impl().calibration(); c && boot.rank() == 0) {
     std::printf(
         "calibrated auto (rank 0's loggp): crossover_nodes %u, crossover_size %s, "
-        "fibo_s %u, fibo_r %u\n",
-        c->crossover_nodes,
-        c->crossover_size == kNeverCrossover ? "never" : format_size(c->crossover_size).c_str(),
+        "multicast_max_size %s, scatter_size %s, fibo_s %u, fibo_r %u\n",
+        c->crossover_nodes, size_or_never(c->crossover_size).c_str(),
+        size_or_never(c->multicast_max_size).c_str(), size_or_never(c->scatter_size).c_str(),
         c->fibo_s, c->fibo_r);
   }
   const uint32_t r0 = static_cast<uint32_t>(*root);

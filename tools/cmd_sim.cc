@@ -267,8 +267,8 @@ int derive_auto(const Args& a, const SimSetup& s) {
     return 2;
   }
   std::fputs(
-      "ranks,multicast,crossover_nodes,crossover_size,fibo_s,fibo_r,size,auto_default,"
-      "auto_loggp,auto_model\n",
+      "ranks,multicast,crossover_nodes,crossover_size,multicast_max_size,scatter_size,fibo_s,"
+      "fibo_r,size,auto_default,auto_loggp,auto_model\n",
       out);
   for (uint32_t p : s.ranks) {
     CalibrationInput in;
@@ -279,7 +279,8 @@ int derive_auto(const Args& a, const SimSetup& s) {
     in.linear_check_max = *std::max_element(sizes.begin(), sizes.end());
     // Only this group's side of crossover_nodes matters: p + 1 is "linear here".
     in.max_nodes = p;
-    auto derived = calibrate_machine(params, in);
+    // The thresholds matter here only up to the largest size asked about.
+    auto derived = calibrate_machine(params, in, in.linear_check_max);
     if (!derived) {
       std::fprintf(stderr, "ibbcast sim: %s\n", derived.status().to_string().c_str());
       if (out != stdout) std::fclose(out);
@@ -290,6 +291,8 @@ int derive_auto(const Args& a, const SimSetup& s) {
       EngineConfig cfg = defaults;
       cfg.crossover_nodes = c.crossover_nodes;
       cfg.crossover_size = c.crossover_size;
+      cfg.multicast_max_size = c.multicast_max_size;
+      cfg.scatter_size = c.scatter_size;
       return cfg;
     };
     const EngineConfig by_loggp = with(loggp), by_model = with(*derived);
@@ -297,14 +300,15 @@ int derive_auto(const Args& a, const SimSetup& s) {
       auto name = [&](const EngineConfig& cfg) {
         return std::string(algorithm_name(decide_algorithm(cfg, p, n, in.multicast)));
       };
-      const bool never = derived->crossover_size == kNeverCrossover;
-      std::fprintf(
-          out, "%u,%d,%u,%s,%u,%u,%llu,%s,%s,%s\n", p, in.multicast ? 1 : 0,
-          derived->crossover_nodes,
-          never ? "never"
-                : std::to_string(static_cast<unsigned long long>(derived->crossover_size)).c_str(),
-          derived->fibo_s, derived->fibo_r, static_cast<unsigned long long>(n),
-          name(defaults).c_str(), name(by_loggp).c_str(), name(by_model).c_str());
+      auto size = [](uint64_t v) {
+        return v == kNeverCrossover ? std::string("never")
+                                    : std::to_string(static_cast<unsigned long long>(v));
+      };
+      std::fprintf(out, "%u,%d,%u,%s,%s,%s,%u,%u,%llu,%s,%s,%s\n", p, in.multicast ? 1 : 0,
+                   derived->crossover_nodes, size(derived->crossover_size).c_str(),
+                   size(derived->multicast_max_size).c_str(), size(derived->scatter_size).c_str(),
+                   derived->fibo_s, derived->fibo_r, static_cast<unsigned long long>(n),
+                   name(defaults).c_str(), name(by_loggp).c_str(), name(by_model).c_str());
     }
   }
   if (out != stdout) std::fclose(out);

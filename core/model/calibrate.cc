@@ -8,7 +8,8 @@ namespace {
 // The search's queries: the model's time of the last rank.
 class Query {
  public:
-  Query(const ModelLast& last, const CalibrationInput& in) : last_(last), in_(in) {}
+  Query(const ModelLast& last, const CalibrationInput& in, const Calibration& c)
+      : last_(last), in_(in), c_(c) {}
 
   Result<double> operator()(Algorithm a, uint32_t p, uint64_t n, uint32_t s = 1,
                             uint32_t r = 3) const {
@@ -23,11 +24,38 @@ class Query {
   }
 
   // What `auto` picks instead of linear below crossover_nodes, for (p, n) at or below
-  // crossover_size: the decision of core/protocol/decide.cc.
+  // crossover_size, under the size thresholds found so far: the decision of
+  // core/protocol/decide.cc.
   Result<double> other_than_linear(uint32_t p, uint64_t n) const {
-    if (in_.multicast) return (*this)(Algorithm::kTwoStage, p, n);
-    // best_point_to_point: binomial up to 16 KiB, scatter-allgather above.
-    return (*this)(n <= 16 * 1024 ? Algorithm::kBinomial : Algorithm::kScatterAllgather, p, n);
+    if (in_.multicast && n <= c_.multicast_max_size) return (*this)(Algorithm::kTwoStage, p, n);
+    return point_to_point(p, n);
+  }
+
+  // best_point_to_point above crossover_nodes and up to crossover_size.
+  Result<double> point_to_point(uint32_t p, uint64_t n) const {
+    return (*this)(n <= c_.scatter_size ? Algorithm::kBinomial : Algorithm::kScatterAllgather, p,
+                   n);
+  }
+
+  // The largest size below the smallest power of two (up to max_size) at which `wins` says
+  // the other side wins by more than the margin; kNeverCrossover when none does.
+  template <typename Wins>
+  Result<uint64_t> threshold(uint64_t max_size, Wins wins) const {
+    for (uint32_t k = 0; k <= 40 && (uint64_t{1} << k) <= max_size; ++k) {
+      const uint64_t n = uint64_t{1} << k;
+      auto w = wins(n);
+      IBBCAST_RETURN_IF_ERROR(w.status());
+      // decide() switches when n > threshold: the largest size still on this side.
+      if (*w) return n - 1;
+    }
+    return kNeverCrossover;
+  }
+
+  // Whether time a beats time b by more than the margin.
+  Result<bool> beats(const Result<double>& a, const Result<double>& b) const {
+    IBBCAST_RETURN_IF_ERROR(a.status());
+    IBBCAST_RETURN_IF_ERROR(b.status());
+    return *a * (1 + in_.margin) < *b;
   }
 
   // Whether linear at (q, n) is slower by more than the margin than the other candidate
@@ -49,15 +77,32 @@ class Query {
  private:
   const ModelLast& last_;
   const CalibrationInput& in_;
+  const Calibration& c_;  // the thresholds found so far
 };
 
 }  // namespace
 
 Result<Calibration> calibrate_with(const ModelLast& last, const CalibrationInput& in,
                                    uint64_t max_size) {
-  const Query query(last, in);
   Calibration c;
+  const Query query(last, in, c);
   const uint32_t p = std::max<uint32_t>(in.p, 2);
+  // The point-to-point choice first, then where it replaces two-stage: the other candidate
+  // of the two searches after them is whichever `auto` takes at the size.
+  auto scatter = query.threshold(max_size, [&](uint64_t n) {
+    return query.beats(query(Algorithm::kScatterAllgather, p, n),
+                       query(Algorithm::kBinomial, p, n));
+  });
+  IBBCAST_RETURN_IF_ERROR(scatter.status());
+  c.scatter_size = *scatter;
+  c.multicast_max_size = kNeverCrossover;
+  if (in.multicast) {
+    auto mmax = query.threshold(max_size, [&](uint64_t n) {
+      return query.beats(query.point_to_point(p, n), query(Algorithm::kTwoStage, p, n));
+    });
+    IBBCAST_RETURN_IF_ERROR(mmax.status());
+    c.multicast_max_size = *mmax;
+  }
   // Linear's last rank grows by one gap per rank, every other candidate by a hop per level
   // or not at all: the first q where linear stops winning is the threshold. Checked at the
   // reference size, or (linear_check_max) at every power of two up to it.
@@ -75,19 +120,11 @@ Result<Calibration> calibrate_with(const ModelLast& last, const CalibrationInput
       }
     }
   }
-  c.crossover_size = kNeverCrossover;
-  for (uint32_t k = 0; k <= 40 && (uint64_t{1} << k) <= max_size; ++k) {
-    const uint64_t n = uint64_t{1} << k;
-    auto chain = query(Algorithm::kFragmentedChain, p, n);
-    auto other = query.other_than_linear(p, n);
-    IBBCAST_RETURN_IF_ERROR(chain.status());
-    IBBCAST_RETURN_IF_ERROR(other.status());
-    if (*chain * (1 + in.margin) < *other) {
-      // decide() switches when n > crossover_size: the largest size still on the other side.
-      c.crossover_size = n - 1;
-      break;
-    }
-  }
+  auto cross = query.threshold(max_size, [&](uint64_t n) {
+    return query.beats(query(Algorithm::kFragmentedChain, p, n), query.other_than_linear(p, n));
+  });
+  IBBCAST_RETURN_IF_ERROR(cross.status());
+  c.crossover_size = *cross;
   double best = 0;
   bool found = false;
   for (uint32_t s = 1; s <= in.max_fibo; ++s) {

@@ -14,6 +14,9 @@
 
 namespace ibbcast {
 
+/// "Never switch": larger than any message (the engine's kAnySize).
+inline constexpr uint64_t kNeverCrossover = ~uint64_t{0};
+
 struct CalibrationInput {
   uint32_t p = 8;                  ///< the group's size (>= 2)
   uint32_t fragment_size = 8192;   ///< pipelined and two-stage fragment (>= 1)
@@ -33,20 +36,25 @@ struct CalibrationInput {
 
 struct Calibration {
   /// Smallest group size q in [2, max_nodes] at which linear no longer beats the group's
-  /// other candidate (two-stage with multicast, else binomial) at reference_size under the
-  /// model; max_nodes + 1 when linear wins everywhere.
+  /// other candidate (what `auto` picks at p's thresholds below: two-stage or the
+  /// point-to-point choice) at reference_size under the model; max_nodes + 1 when linear wins
+  /// everywhere.
   uint32_t crossover_nodes = 4;
-  /// Smallest power of two n at which, at the group's size p, the fragmented chain beats
-  /// the other candidate (two-stage with multicast, else the better of binomial and
-  /// scatter-allgather); kNever when it never does up to 2^40 bytes.
+  /// Largest size below the smallest power of two n at which, at the group's size p, the
+  /// fragmented chain beats the other candidate; kNeverCrossover when it never does up to
+  /// 2^40 bytes.
   uint64_t crossover_size = 1 << 20;
+  /// Largest size below the smallest power of two n at which, at the group's size p, the
+  /// point-to-point choice (binomial up to scatter_size, else scatter-allgather) beats
+  /// two-stage; kNeverCrossover when it never does (and without multicast).
+  uint64_t multicast_max_size = kNeverCrossover;
+  /// Largest size below the smallest power of two n at which scatter-allgather beats
+  /// binomial at p; kNeverCrossover when it never does.
+  uint64_t scatter_size = 16 * 1024;
   /// The (s, r) in [1, max_fibo]^2 whose Fibo-tree has the smallest model latency of the
   /// last rank at (p, reference_size); ties go to the smallest s, then r.
   uint32_t fibo_s = 1, fibo_r = 3;
 };
-
-/// "Never switch to the fragmented chain": larger than any message.
-inline constexpr uint64_t kNeverCrossover = ~uint64_t{0};
 
 /// The calibration for `in` under `m`. Cost: O(max_nodes + 40 + max_fibo^2 * p) model
 /// evaluations; O(p) memory (tree walks).

@@ -4,7 +4,8 @@
 
 namespace ibbcast {
 
-Result<Calibration> calibrate_machine(const ModelParams& params, const CalibrationInput& in) {
+Result<Calibration> calibrate_machine(const ModelParams& params, const CalibrationInput& in,
+                                      uint64_t max_size) {
   const ModelLast last = [&](const ModelInput& mi) -> Result<double> {
     SimParams sp;
     sp.in = mi;
@@ -15,7 +16,7 @@ Result<Calibration> calibrate_machine(const ModelParams& params, const Calibrati
     IBBCAST_RETURN_IF_ERROR(res.status());
     return res->last;
   };
-  return calibrate_with(last, in, kMachineCalibrationMaxSize);
+  return calibrate_with(last, in, max_size);
 }
 
 }  // namespace ibbcast

@@ -13,11 +13,15 @@
 
 namespace ibbcast {
 
-/// Largest size calibrate_machine simulates when it looks for crossover_size: beyond it the
-/// simulation's cost grows with the fragments, and no group measured here needs it.
-inline constexpr uint64_t kMachineCalibrationMaxSize = uint64_t{1} << 30;
+/// Largest size calibrate_machine simulates when it looks for a size threshold: a search
+/// whose threshold is never crossed simulates up to it, and beyond it the simulation's cost
+/// grows with the fragments (a 512 MiB chain takes seconds); no group measured here needs it.
+inline constexpr uint64_t kMachineCalibrationMaxSize = uint64_t{64} << 20;
 
-/// Deterministic. Errors (kInvalidArgument): inputs the simulator refuses.
-Result<Calibration> calibrate_machine(const ModelParams& params, const CalibrationInput& in);
+/// Deterministic. The size thresholds are searched up to max_size (kNeverCrossover: not
+/// crossed up to it); a caller that asks about sizes up to some n saves the simulations
+/// beyond with max_size = n. Errors (kInvalidArgument): inputs the simulator refuses.
+Result<Calibration> calibrate_machine(const ModelParams& params, const CalibrationInput& in,
+                                      uint64_t max_size = kMachineCalibrationMaxSize);
 
 }  // namespace ibbcast

@@ -7,7 +7,7 @@ Algorithm best_point_to_point(const EngineConfig& cfg, uint32_t p, uint64_t n) {
   if (n > cfg.crossover_size) return Algorithm::kFragmentedChain;
   // Latency-bound sizes want the fewest rounds; beyond a few fragments the
   // scatter + ring allgather moves ~2n per rank instead of n·log p.
-  if (n <= 16 * 1024) return Algorithm::kBinomial;
+  if (n <= cfg.scatter_size) return Algorithm::kBinomial;
   return Algorithm::kScatterAllgather;
 }
 
@@ -19,7 +19,7 @@ Algorithm decide_algorithm(const EngineConfig& cfg, uint32_t p, uint64_t n, bool
   }
   if (p < cfg.crossover_nodes) return Algorithm::kLinear;
   if (n > cfg.crossover_size) return Algorithm::kFragmentedChain;
-  if (!mcast) return best_point_to_point(cfg, p, n);
+  if (!mcast || n > cfg.multicast_max_size) return best_point_to_point(cfg, p, n);
   return Algorithm::kTwoStage;
 }
 

@@ -21,16 +21,26 @@ enum class NodeAware : uint8_t {
   kOff,
 };
 
+/// "No limit" for a size threshold: larger than any message.
+inline constexpr uint64_t kAnySize = ~uint64_t{0};
+
 struct EngineConfig {
   Algorithm algorithm = Algorithm::kAuto;
   bool multicast = true;              ///< "priority/enable" of the thesis
   uint32_t crossover_nodes = 4;       ///< below this group size: linear
   uint64_t crossover_size = 1 << 20;  ///< above this size: fragmented chain
-  uint32_t fragment_size = 0;         ///< payload bytes per fragment; 0 = transport's maximum
-  Duration root_delay{0};             ///< root waits this long before stage 1
-  bool checksum = true;               ///< CRC32C trailer on multicast datagrams
-  bool auth = false;                  ///< authenticated frames (core/protocol/auth.h)
-  bool print_statistics = false;      ///< print per-group statistics at teardown
+  /// With multicast, messages larger than this (and not above crossover_size)
+  /// take the point-to-point choice instead of two-stage: where ranks share
+  /// cores, a tree's fewer bytes per rank can beat the ring's second copy.
+  /// kAnySize: two-stage at every such size.
+  uint64_t multicast_max_size = kAnySize;
+  /// The point-to-point choice: binomial up to this size, scatter-allgather above.
+  uint64_t scatter_size = 16 * 1024;
+  uint32_t fragment_size = 0;     ///< payload bytes per fragment; 0 = transport's maximum
+  Duration root_delay{0};         ///< root waits this long before stage 1
+  bool checksum = true;           ///< CRC32C trailer on multicast datagrams
+  bool auth = false;              ///< authenticated frames (core/protocol/auth.h)
+  bool print_statistics = false;  ///< print per-group statistics at teardown
   /// A broadcast that gets nothing from a live peer for this long fails with
   /// kTimedOut; 0 (the default): no deadline, as MPI has none. Dead peers
   /// fail broadcasts without it (the reliable channel's kPeerFailed).
@@ -53,8 +63,9 @@ struct EngineConfig {
   uint32_t fibo_r = 3;  ///< Fibo-tree receive cost (model units)
   /// Measured LogGP parameters ("L,o,g,G" in us and us/byte, or the file
   /// `ibbcast bench --loggp --loggp-out` writes); "" = off. When rank 0 has
-  /// them, every rank derives crossover_nodes, crossover_size and fibo_s/r
-  /// from rank 0's parameters at group creation (core/model/calibrate.h).
+  /// them, every rank derives crossover_nodes, crossover_size,
+  /// multicast_max_size, scatter_size and fibo_s/r from rank 0's parameters
+  /// at group creation (core/model/calibrate.h).
   std::string loggp;
   std::optional<std::array<double, 4>> loggp_params;  ///< L, o, g, G parsed from `loggp`
   NodeAware node_aware = NodeAware::kAuto;

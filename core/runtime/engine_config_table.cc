@@ -39,6 +39,22 @@ Status parse_fragment(EngineConfig& c, std::string_view t) {
   return Status::ok();
 }
 
+// A size, or "any" (no limit).
+Status parse_multicast_max(EngineConfig& c, std::string_view t) {
+  if (t == "any") {
+    c.multicast_max_size = kAnySize;
+    return Status::ok();
+  }
+  auto v = parse_size(t);
+  if (!v) return make_error(Errc::kInvalidArgument, v.status().message() + " or 'any'");
+  c.multicast_max_size = *v;
+  return Status::ok();
+}
+
+std::string format_multicast_max(const EngineConfig& c) {
+  return c.multicast_max_size == kAnySize ? "any" : format_size(c.multicast_max_size);
+}
+
 Status parse_radix(EngineConfig& c, std::string_view t) {
   auto v = parse_uint(t);
   if (!v) return v.status();
@@ -113,7 +129,7 @@ std::string format_node_aware(const EngineConfig& c) {
   return "auto";
 }
 
-const std::array<ConfigField<EngineConfig>, 19> kTable = {{
+const std::array<ConfigField<EngineConfig>, 21> kTable = {{
     {"algorithm", "auto", "broadcast algorithm; auto applies the decision function", parse_algo,
      [](const EngineConfig& c) { return std::string(algorithm_name(c.algorithm)); }},
     bool_field<&EngineConfig::multicast>("multicast", "on",
@@ -122,6 +138,13 @@ const std::array<ConfigField<EngineConfig>, 19> kTable = {{
                                                "groups smaller than this use the linear broadcast"),
     size_field<&EngineConfig::crossover_size>("crossover_size", "1m",
                                               "messages larger than this use the fragmented chain"),
+    {"multicast_max_size", "any",
+     "with multicast, messages larger than this (up to crossover_size) use the point-to-point "
+     "choice instead of two-stage; any = no limit",
+     parse_multicast_max, format_multicast_max},
+    size_field<&EngineConfig::scatter_size>(
+        "scatter_size", "16k",
+        "the point-to-point choice: binomial up to this size, scatter-allgather above"),
     {"fragment_size", "0", "payload bytes per fragment, 256..65000; 0 = transport maximum",
      parse_fragment, [](const EngineConfig& c) { return format_size(c.fragment_size); }},
     duration_field<&EngineConfig::root_delay>(
@@ -153,7 +176,7 @@ const std::array<ConfigField<EngineConfig>, 19> kTable = {{
     uint_field<&EngineConfig::fibo_r>("fibo_r", "3", "Fibo-tree receive cost in model units"),
     {"loggp", "",
      "measured LogGP (L,o,g,G or a `bench --loggp-out` file): rank 0's set crossover_nodes, "
-     "crossover_size and fibo_s/r at group creation",
+     "crossover_size, multicast_max_size, scatter_size and fibo_s/r at group creation",
      parse_loggp, [](const EngineConfig& c) { return c.loggp; }},
     {"node_aware", "auto",
      "one rank per node (its leader) joins the multicast group and the ring, and hands the "

@@ -265,6 +265,8 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
     const Calibration c = calibrate(m, in);
     effective.crossover_nodes = c.crossover_nodes;
     effective.crossover_size = c.crossover_size;
+    effective.multicast_max_size = c.multicast_max_size;
+    effective.scatter_size = c.scatter_size;
     effective.fibo_s = c.fibo_s;
     effective.fibo_r = c.fibo_r;
     g->calibration_ = c;

@@ -62,7 +62,7 @@ check "sim accepts the parameter file" \
 check "sim --derive-auto gives auto's picks from the parameter file" \
   "'$bin' sim --derive-auto --ranks 2,8 --sizes 1,64k --params '$dir/params.txt' >'$dir/auto' &&
    [[ \$(wc -l <'$dir/auto') -eq 5 ]] &&
-   awk -F, 'NR > 1 { for (i = 8; i <= 10; ++i) if (\$i !~ /^(linear|two_stage|fragmented_chain|binomial|scatter_allgather)\$/) exit 1 }' '$dir/auto'"
+   awk -F, 'NR > 1 { for (i = 10; i <= 12; ++i) if (\$i !~ /^(linear|two_stage|fragmented_chain|binomial|scatter_allgather)\$/) exit 1 }' '$dir/auto'"
 check "sim --derive-auto refuses to run without a parameter file" \
   "! '$bin' sim --derive-auto --ranks 8 2>/dev/null"
 sed 's/^cpu.cores = .*/cpu.cores = many/' "$dir/params.txt" >"$dir/broken.txt"

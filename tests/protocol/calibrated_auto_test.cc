@@ -82,6 +82,8 @@ TEST(CalibratedAuto, RankZerosParametersDecideOnEveryRank) {
     ASSERT_TRUE(out[r].cal.has_value()) << "rank " << r;
     EXPECT_EQ(out[r].cal->crossover_nodes, want.crossover_nodes) << "rank " << r;
     EXPECT_EQ(out[r].cal->crossover_size, want.crossover_size) << "rank " << r;
+    EXPECT_EQ(out[r].cal->multicast_max_size, want.multicast_max_size) << "rank " << r;
+    EXPECT_EQ(out[r].cal->scatter_size, want.scatter_size) << "rank " << r;
     EXPECT_EQ(out[r].cal->fibo_s, want.fibo_s) << "rank " << r;
     EXPECT_EQ(out[r].cal->fibo_r, want.fibo_r) << "rank " << r;
     EXPECT_EQ(out[r].algo, Algorithm::kTwoStage) << "rank " << r;

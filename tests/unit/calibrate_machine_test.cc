@@ -34,6 +34,26 @@ ModelParams measured(double link_mbit) {
   return p;
 }
 
+// What `auto` configured with `cfg` takes at (q, n) when neither linear nor the chain.
+Algorithm non_linear(EngineConfig cfg, uint32_t q, uint64_t n, bool mcast) {
+  cfg.crossover_nodes = 1;
+  cfg.crossover_size = kAnySize;
+  return decide_algorithm(cfg, q, n, mcast);
+}
+
+EngineConfig configured(const Calibration& c, bool mcast) {
+  EngineConfig cfg;
+  cfg.multicast = mcast;
+  cfg.crossover_nodes = c.crossover_nodes;
+  cfg.crossover_size = c.crossover_size;
+  cfg.multicast_max_size = c.multicast_max_size;
+  cfg.scatter_size = c.scatter_size;
+  return cfg;
+}
+
+// The tests' checks go up to 4 MiB; beyond, the searches would only cost time.
+constexpr uint64_t kMax = 8 << 20;
+
 double sim_last(const ModelParams& mp, Algorithm a, uint32_t p, uint64_t n, uint32_t fs) {
   SimParams sp;
   sp.in.algorithm = a;
@@ -60,7 +80,7 @@ TEST(CalibrateMachine, WithoutMachineCostsAgreesWithTheClosedForms) {
         in.multicast = mcast;
         in.max_nodes = 64;
         in.max_fibo = 4;
-        auto derived = calibrate_machine(ModelParams{m, {}}, in);
+        auto derived = calibrate_machine(ModelParams{m, {}}, in, kMax);
         ASSERT_TRUE(derived.is_ok()) << derived.status().to_string();
         const Calibration closed = calibrate(m, in);
         EXPECT_EQ(derived->crossover_nodes, closed.crossover_nodes) << p << " " << mcast;
@@ -71,9 +91,44 @@ TEST(CalibrateMachine, WithoutMachineCostsAgreesWithTheClosedForms) {
   }
 }
 
+// scatter_size and multicast_max_size at the group's size: every power of two up to each keeps
+// its side (no slower than the other by more than m), the next one switches (faster by more
+// than m). The model may cross back beyond; no claim there.
+void check_size_thresholds(const ModelParams& mp, const Calibration& c, uint32_t p, bool mcast,
+                           double m) {
+  for (uint64_t n = 1; n <= kMax / 2; n *= 2) {
+    const double bin = sim_last(mp, Algorithm::kBinomial, p, n, 8192);
+    const double sa = sim_last(mp, Algorithm::kScatterAllgather, p, n, 8192);
+    if (n <= c.scatter_size) {
+      EXPECT_GE(sa * (1 + m), bin) << "p " << p << " n " << n;
+    } else {
+      EXPECT_LT(sa * (1 + m), bin) << "p " << p << " n " << n;
+      break;
+    }
+  }
+  if (!mcast) {
+    EXPECT_EQ(c.multicast_max_size, kNeverCrossover);
+    return;
+  }
+  for (uint64_t n = 1; n <= kMax / 2; n *= 2) {
+    const double two = sim_last(mp, Algorithm::kTwoStage, p, n, 8192);
+    const Algorithm choice =
+        n <= c.scatter_size ? Algorithm::kBinomial : Algorithm::kScatterAllgather;
+    const double p2p = sim_last(mp, choice, p, n, 8192);
+    if (n <= c.multicast_max_size) {
+      EXPECT_LE(two, p2p * (1 + m)) << "p " << p << " n " << n;
+    } else {
+      EXPECT_LT(p2p * (1 + m), two) << "p " << p << " n " << n;
+      break;
+    }
+  }
+}
+
 // The configured decision, probed with the simulator itself: linear below crossover_nodes
-// and not at it; the chain from the first power of two past crossover_size, not below.
-// With a margin m, a threshold moves only where the other side wins by more than m.
+// and not at it; binomial up to scatter_size, scatter-allgather at the next power of two;
+// two-stage up to multicast_max_size, the point-to-point choice at the next; the chain from
+// the first power of two past crossover_size, not below. With a margin m, a threshold moves
+// only where the other side wins by more than m.
 void check_thresholds(double m) {
   for (double link : {0.0, 200.0}) {
     const ModelParams mp = measured(link);
@@ -86,19 +141,19 @@ void check_thresholds(double m) {
         in.multicast = mcast;
         in.max_nodes = 32;
         in.max_fibo = 3;
-        auto c = calibrate_machine(mp, in);
+        auto c = calibrate_machine(mp, in, kMax);
         ASSERT_TRUE(c.is_ok()) << c.status().to_string();
-        auto again = calibrate_machine(mp, in);
+        auto again = calibrate_machine(mp, in, kMax);
         ASSERT_TRUE(again.is_ok());
         EXPECT_EQ(c->crossover_nodes, again->crossover_nodes);
         EXPECT_EQ(c->crossover_size, again->crossover_size);
-        EngineConfig cfg;
-        cfg.multicast = mcast;
-        cfg.crossover_nodes = c->crossover_nodes;
-        cfg.crossover_size = c->crossover_size;
+        EXPECT_EQ(c->multicast_max_size, again->multicast_max_size);
+        EXPECT_EQ(c->scatter_size, again->scatter_size);
+        const EngineConfig cfg = configured(*c, mcast);
         const uint64_t ref = in.reference_size;
-        const Algorithm other = mcast ? Algorithm::kTwoStage : Algorithm::kBinomial;
+        check_size_thresholds(mp, *c, p, mcast, m);
         for (uint32_t q = 2; q <= std::min<uint32_t>(c->crossover_nodes, in.max_nodes); ++q) {
+          const Algorithm other = non_linear(cfg, q, ref, mcast);
           const double lin = sim_last(mp, Algorithm::kLinear, q, ref, 8192);
           const double alt = sim_last(mp, other, q, ref, 8192);
           if (q < c->crossover_nodes) {
@@ -119,11 +174,8 @@ void check_thresholds(double m) {
                 << "link " << link << " p " << p << " n " << n;
           } else {
             EXPECT_EQ(a, Algorithm::kFragmentedChain);
-            EXPECT_LT(
-                sim_last(mp, a, p, n, 8192) * (1 + m),
-                sim_last(mp,
-                         mcast ? Algorithm::kTwoStage : best_point_to_point(EngineConfig{}, p, n),
-                         p, n, 8192))
+            EXPECT_LT(sim_last(mp, a, p, n, 8192) * (1 + m),
+                      sim_last(mp, non_linear(cfg, p, n, mcast), p, n, 8192))
                 << "link " << link << " p " << p << " n " << n;
             break;  // past the first crossing the model may cross back; no claim there
           }
@@ -142,7 +194,8 @@ TEST(CalibrateMachine, AMarginMovesAThresholdOnlyForAClearWin) {
 }
 
 // crossover_nodes applies at every size: checked up to a size, a group stays linear only
-// while linear is within the margin of the better of two-stage and the chain at every
+// while linear is within the margin of the better of what `auto` takes instead (two-stage or
+// the point-to-point choice) and the chain at every
 // power of two up to it, and stops at the first group size where it is not.
 TEST(CalibrateMachine, LinearCheckedAtEverySizeUpToTheLimit) {
   const double m = 0.15;
@@ -156,13 +209,14 @@ TEST(CalibrateMachine, LinearCheckedAtEverySizeUpToTheLimit) {
     in.max_nodes = 8;
     in.max_fibo = 2;
     in.linear_check_max = max;
-    auto c = calibrate_machine(mp, in);
+    auto c = calibrate_machine(mp, in, kMax);
     ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+    const EngineConfig cfg = configured(*c, true);
     auto worst_ratio = [&](uint32_t q) {  // linear over the better other candidate
       double worst = 0;
       for (uint64_t n = 1; n <= max; n *= 2) {
         const double lin = sim_last(mp, Algorithm::kLinear, q, n, 8192);
-        const double other = std::min(sim_last(mp, Algorithm::kTwoStage, q, n, 8192),
+        const double other = std::min(sim_last(mp, non_linear(cfg, q, n, true), q, n, 8192),
                                       sim_last(mp, Algorithm::kFragmentedChain, q, n, 8192));
         worst = std::max(worst, lin / other);
       }

@@ -45,6 +45,8 @@ TEST(Calibrate, IsDeterministic) {
     const Calibration a = calibrate(m, in), b = calibrate(m, in);
     EXPECT_EQ(a.crossover_nodes, b.crossover_nodes);
     EXPECT_EQ(a.crossover_size, b.crossover_size);
+    EXPECT_EQ(a.multicast_max_size, b.multicast_max_size);
+    EXPECT_EQ(a.scatter_size, b.scatter_size);
     EXPECT_EQ(a.fibo_s, b.fibo_s);
     EXPECT_EQ(a.fibo_r, b.fibo_r);
   }
@@ -67,10 +69,16 @@ TEST(Calibrate, DecisionIsTheModelMinimum) {
         cfg.multicast = mcast;
         cfg.crossover_nodes = c.crossover_nodes;
         cfg.crossover_size = c.crossover_size;
+        cfg.multicast_max_size = c.multicast_max_size;
+        cfg.scatter_size = c.scatter_size;
+        // What auto takes when neither linear nor the chain.
+        EngineConfig open = cfg;
+        open.crossover_nodes = 1;
+        open.crossover_size = kAnySize;
         // crossover_nodes: linear wins (or ties) below it, loses at it.
         for (uint32_t q = 2; q <= std::min<uint32_t>(c.crossover_nodes, in.max_nodes); ++q) {
           const Algorithm a = decide_algorithm(cfg, q, in.reference_size, mcast);
-          const Algorithm other = mcast ? Algorithm::kTwoStage : Algorithm::kBinomial;
+          const Algorithm other = decide_algorithm(open, q, in.reference_size, mcast);
           const double lin = last(m, Algorithm::kLinear, q, in.reference_size, 1024);
           const double alt = last(m, other, q, in.reference_size, 1024);
           if (q < c.crossover_nodes) {
@@ -80,6 +88,33 @@ TEST(Calibrate, DecisionIsTheModelMinimum) {
             EXPECT_EQ(a, other);
             EXPECT_LT(alt, lin);
           }
+        }
+        // scatter_size and multicast_max_size at the group's size: each side of the
+        // threshold's first crossing is the model's minimum of the two.
+        for (uint32_t k = 0; k <= 24; ++k) {
+          const uint64_t n = uint64_t{1} << k;
+          const double bin = last(m, Algorithm::kBinomial, p, n, 1024);
+          const double sa = last(m, Algorithm::kScatterAllgather, p, n, 1024);
+          if (n > c.scatter_size) {
+            EXPECT_LT(sa, bin) << p << " " << n;
+            break;
+          }
+          EXPECT_LE(bin, sa * (1 + 1e-12)) << p << " " << n;
+        }
+        if (!mcast) {
+          EXPECT_EQ(c.multicast_max_size, kNeverCrossover);
+        }
+        for (uint32_t k = 0; mcast && k <= 24; ++k) {
+          const uint64_t n = uint64_t{1} << k;
+          const double two = last(m, Algorithm::kTwoStage, p, n, 1024);
+          const Algorithm choice =
+              n <= c.scatter_size ? Algorithm::kBinomial : Algorithm::kScatterAllgather;
+          const double p2p = last(m, choice, p, n, 1024);
+          if (n > c.multicast_max_size) {
+            EXPECT_LT(p2p, two) << p << " " << n;
+            break;
+          }
+          EXPECT_LE(two, p2p * (1 + 1e-12)) << p << " " << n;
         }
         // crossover_size at the group's size: every power of two up to it keeps the other
         // candidate (no slower than the chain), the next one switches to the chain.

@@ -46,28 +46,37 @@ TEST(Decide, DefaultsFollowTheSpec) {
 TEST(Decide, RulesInOrderForEveryGroupAndSize) {
   for (uint32_t nodes : {0u, 1u, 4u, 8u}) {
     for (uint64_t cross : {uint64_t{0}, uint64_t{4096}, uint64_t{1} << 20}) {
-      for (bool cfg_mc : {true, false}) {
-        EngineConfig cfg;
-        cfg.crossover_nodes = nodes;
-        cfg.crossover_size = cross;
-        cfg.multicast = cfg_mc;
-        for (uint32_t p = 1; p <= 64; ++p) {
-          for (uint64_t n : Sizes()) {
-            for (bool mc : {true, false}) {
-              SCOPED_TRACE(Where(p, n, mc) + " nodes=" + std::to_string(nodes) + " cross=" +
-                           std::to_string(cross) + " cfg.multicast=" + std::to_string(cfg_mc));
-              Algorithm a = decide_algorithm(cfg, p, n, mc);
-              ASSERT_NE(a, Algorithm::kAuto);
-              ASSERT_EQ(a, decide_algorithm(cfg, p, n, mc));  // deterministic
-              if (p < nodes) {
-                ASSERT_EQ(a, Algorithm::kLinear);
-              } else if (n > cross) {
-                ASSERT_EQ(a, Algorithm::kFragmentedChain);
-              } else if (!mc || !cfg_mc) {
-                ASSERT_EQ(a, best_point_to_point(cfg, p, n));
-                ASSERT_NE(a, Algorithm::kTwoStage);
-              } else {
-                ASSERT_EQ(a, Algorithm::kTwoStage);
+      for (uint64_t mmax : {uint64_t{0}, uint64_t{1000}, uint64_t{65000}, kAnySize}) {
+        for (uint64_t scatter : {uint64_t{0}, uint64_t{16} << 10, kAnySize}) {
+          for (bool cfg_mc : {true, false}) {
+            EngineConfig cfg;
+            cfg.crossover_nodes = nodes;
+            cfg.crossover_size = cross;
+            cfg.multicast_max_size = mmax;
+            cfg.scatter_size = scatter;
+            cfg.multicast = cfg_mc;
+            for (uint32_t p = 1; p <= 64; ++p) {
+              for (uint64_t n : Sizes()) {
+                for (bool mc : {true, false}) {
+                  SCOPED_TRACE(Where(p, n, mc) + " nodes=" + std::to_string(nodes) +
+                               " cross=" + std::to_string(cross) + " mmax=" + std::to_string(mmax) +
+                               " scatter=" + std::to_string(scatter) +
+                               " cfg.multicast=" + std::to_string(cfg_mc));
+                  Algorithm a = decide_algorithm(cfg, p, n, mc);
+                  ASSERT_NE(a, Algorithm::kAuto);
+                  ASSERT_EQ(a, decide_algorithm(cfg, p, n, mc));  // deterministic
+                  if (p < nodes) {
+                    ASSERT_EQ(a, Algorithm::kLinear);
+                  } else if (n > cross) {
+                    ASSERT_EQ(a, Algorithm::kFragmentedChain);
+                  } else if (!mc || !cfg_mc || n > mmax) {
+                    ASSERT_EQ(a,
+                              n <= scatter ? Algorithm::kBinomial : Algorithm::kScatterAllgather);
+                    ASSERT_EQ(a, best_point_to_point(cfg, p, n));
+                  } else {
+                    ASSERT_EQ(a, Algorithm::kTwoStage);
+                  }
+                }
               }
             }
           }

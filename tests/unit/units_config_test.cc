@@ -232,9 +232,19 @@ TEST(Config, SetByNameAndFlagName) {
   EXPECT_EQ(cfg.value().fragment_size, 4096u);
   EXPECT_TRUE(cfg.set("crossover-size", "2m", ConfigOrigin::kFlag));
   EXPECT_EQ(cfg.value().crossover_size, 2u << 20);
+  std::string origin;
+  EXPECT_EQ(cfg.value().multicast_max_size, kAnySize);  // "any"
+  EXPECT_TRUE(cfg.set("multicast-max-size", "64k", ConfigOrigin::kFlag));
+  EXPECT_EQ(cfg.value().multicast_max_size, 64u << 10);
+  EXPECT_EQ(RowValue(cfg, "multicast_max_size", &origin), "64k");
+  EXPECT_TRUE(cfg.set("multicast_max_size", "any", ConfigOrigin::kFlag));
+  EXPECT_EQ(cfg.value().multicast_max_size, kAnySize);
+  EXPECT_EQ(RowValue(cfg, "multicast_max_size", &origin), "any");
+  Status bad = cfg.set("multicast_max_size", "lots", ConfigOrigin::kFlag);
+  EXPECT_EQ(bad.code(), Errc::kInvalidArgument);
+  EXPECT_NE(bad.message().find("'any'"), std::string::npos) << bad.message();
   EXPECT_TRUE(cfg.set("print-statistics", "yes", ConfigOrigin::kFlag));
   EXPECT_TRUE(cfg.value().print_statistics);
-  std::string origin;
   RowValue(cfg, "fragment_size", &origin);
   EXPECT_EQ(origin, "api");
   RowValue(cfg, "crossover_size", &origin);
