@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <queue>
 #include <string>
@@ -28,9 +29,10 @@ class Rng {
   uint64_t s_;
 };
 
-// The last four are machine mode's: a message reaches its sender's uplink (frag: its
+// The rest are machine mode's: a message reaches its sender's uplink (frag: its
 // transfer), a receiver's downlink (rank: the receiver), and its receiver, which still has to
-// take it (the rank's thread and a core).
+// take it (the rank's thread and a core); with runs, a rank's channel takes its next message
+// (kSend) and a run arrives whole (kArriveRun, frag: the run).
 enum class Kind : uint8_t {
   kOwn,
   kMulticast,
@@ -38,7 +40,9 @@ enum class Kind : uint8_t {
   kUplink,
   kDownlink,
   kArrive,
-  kArriveMulticast
+  kArriveMulticast,
+  kSend,
+  kArriveRun
 };
 
 /// One direction of a rank's link: FIFO, and with a token bucket (link.burst_bytes, tc
@@ -60,7 +64,6 @@ struct Event {
   uint32_t rank;
   uint32_t frag;
   Kind kind;
-  bool joined = false;  // kArrive: the message joined its sender's run
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -99,7 +102,11 @@ class Sim {
     }
     if (machine_mode_) {
       runs_ = sp.machine.run_bytes > 0 && sched.pipelined();
-      send_run_.assign(p_, Run{});
+      if (runs_) {
+        queued_.resize(p_);
+        send_armed_.assign(p_, 0);
+        sending_.assign(p_, 0);
+      }
     }
     // Fragment size 0 is clamped to 1 byte, as model_fragment_count() does.
     const uint64_t fs = std::max<uint32_t>(sp.in.fragment_size, 1);
@@ -113,7 +120,7 @@ class Sim {
       const uint32_t k = run_fragments(sp.in.algorithm, p_, static_cast<uint32_t>(f_),
                                        static_cast<uint32_t>(std::clamp(least, 1.0, 1048576.0)),
                                        static_cast<uint32_t>(std::clamp(most, 1.0, 1048576.0)));
-      run_cap_ = static_cast<double>(k) * frag;
+      run_k_ = k;
     }
   }
 
@@ -140,8 +147,10 @@ class Sim {
         push(s + sp_.model.hop(bytes(k)), 0, k, Kind::kMulticast);
       }
     }
+    together_ = true;
     for (uint32_t k = 0; k < f_; ++k)
       forward(0, k, start);
+    together_ = false;
     while (!queue_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
@@ -174,8 +183,8 @@ class Sim {
  private:
   uint64_t bytes(uint32_t k) const { return k + 1 == f_ ? m_last_ : m_; }
 
-  void push(double t, uint32_t rank, uint32_t frag, Kind kind, bool joined = false) {
-    queue_.push(Event{t, seq_++, rank, frag, kind, joined});
+  void push(double t, uint32_t rank, uint32_t frag, Kind kind) {
+    queue_.push(Event{t, seq_++, rank, frag, kind});
   }
 
   /// Folds one message into result_.sends_hash (FNV-1a over its fields).
@@ -206,9 +215,7 @@ class Sim {
     }
   }
 
-  /// `in_run`: fragment k reached r inside a run (machine mode), so r holds it with the
-  /// fragments before it and forwards them as one run too.
-  void forward(uint32_t r, uint32_t k, double t, bool in_run = false) {
+  void forward(uint32_t r, uint32_t k, double t) {
     sched_.children(r, k, kids_);
     const uint64_t m = bytes(k);
     for (uint32_t c : kids_) {
@@ -218,27 +225,81 @@ class Sim {
         push(s + sp_.model.hop(m), c, k, Kind::kOwn);
         continue;
       }
-      const LogGP& g = sp_.model;
-      // A fragment that finds the rank still sending to the same child joins that run (the
-      // engine's run_size): its bytes, not another message's overhead.
-      const bool joins = runs_ && (port_[r] > t || in_run) && send_run_[r].peer == c &&
-                         send_run_[r].bytes + m <= run_cap_;
-      const double o = joins ? 0 : g.o;
-      const double cpu = std::max(g.G, sp_.machine.send_cpu_us_per_byte);
-      const double head = joins ? 0 : std::max(g.g, g.o);
-      const double bytes = static_cast<double>(joins ? m : m - 1);
-      const double f = sp_.machine.fragment_us;
-      const double s = work(r, t, head + bytes * g.G + f, head + bytes * cpu + f);
-      send_run_[r] = joins ? Run{c, send_run_[r].bytes + m} : Run{c, m};
-      note_send(r, c, k, joins);
-      // The receiver copies the bytes out of its socket as they stream in, on its own thread
-      // and a core, beside the sender (on a core each that overlaps; on shared cores not).
-      const double stream = static_cast<double>(m - 1) * g.G;
-      const double copy = static_cast<double>(m - 1) * sp_.machine.recv_cpu_us_per_byte;
-      double done = s + o + stream;
-      if (copy > 0) done = std::max(done, work(c, s + o, stream, copy) + stream);
-      send_wire(Transfer{r, c, k, m, done, 0, 0, g.L, joins}, s + o);
+      if (runs_) {
+        // The engine's job queue: the rank's channel takes the next message when its
+        // thread is through with the one before (kSend); what is queued by then goes with
+        // it. Fragments that come together (a run, the root's message) queue together.
+        queued_[r].push_back(Queued{c, k});
+        if (send_armed_[r]) continue;
+        if (!together_ && sending_[r] <= t) {
+          send_queued(r, t);
+          continue;
+        }
+        send_armed_[r] = 1;
+        push(std::max(t, sending_[r]), r, 0, Kind::kSend);
+        continue;
+      }
+      note_send(r, c, k, false);
+      send_message(r, c, k, 1, m, t, kNoRun);
     }
+  }
+
+  /// The front of r's queue goes as one message at t: the fragments queued after it for the
+  /// same peer, consecutive, up to the run's bound (the engine's push_job and front_action).
+  void send_queued(uint32_t r, double t) {
+    send_armed_[r] = 0;
+    std::deque<Queued>& q = queued_[r];
+    if (q.empty()) return;
+    const uint32_t c = q.front().peer;
+    const uint32_t run = new_run();
+    uint64_t m = 0;
+    uint32_t next = q.front().frag;
+    while (!q.empty() && q.front().peer == c && q.front().frag == next &&
+           runs_of_[run].size() < run_k_) {
+      note_send(r, c, next, !runs_of_[run].empty());
+      runs_of_[run].push_back(next);
+      m += bytes(next);
+      ++next;
+      q.pop_front();
+    }
+    const auto count = static_cast<uint32_t>(runs_of_[run].size());
+    send_message(r, c, runs_of_[run].front(), count, m, t, run);
+    if (!q.empty()) {
+      send_armed_[r] = 1;
+      push(std::max(t, sending_[r]), r, 0, Kind::kSend);
+    }
+  }
+
+  /// One reliable message of `count` fragments (m bytes, the first `k`) from r to c, ready
+  /// at t; `run`: its fragment list (runs_of_), or kNoRun for fragment k alone.
+  void send_message(uint32_t r, uint32_t c, uint32_t k, uint32_t count, uint64_t m, double t,
+                    uint32_t run) {
+    const LogGP& g = sp_.model;
+    const double cpu = std::max(g.G, sp_.machine.send_cpu_us_per_byte);
+    const double head = std::max(g.g, g.o);
+    const double bytes = static_cast<double>(m - 1);
+    const double f = sp_.machine.fragment_us * count;
+    const double d = head + bytes * g.G + f;
+    const double s = work(r, t, d, head + bytes * cpu + f);
+    if (runs_) sending_[r] = s + d;
+    // The receiver copies the bytes out of its socket as they stream in, on its own thread
+    // and a core, beside the sender (on a core each that overlaps; on shared cores not).
+    const double stream = bytes * g.G;
+    const double copy = bytes * sp_.machine.recv_cpu_us_per_byte;
+    double done = s + g.o + stream;
+    if (copy > 0) done = std::max(done, work(c, s + g.o, stream, copy) + stream);
+    send_wire(Transfer{r, c, run == kNoRun ? k : run, m, done, 0, 0, g.L, run != kNoRun}, s + g.o);
+  }
+
+  uint32_t new_run() {
+    if (free_runs_.empty()) {
+      runs_of_.emplace_back();
+      return static_cast<uint32_t>(runs_of_.size() - 1);
+    }
+    const uint32_t id = free_runs_.back();
+    free_runs_.pop_back();
+    runs_of_[id].clear();
+    return id;
   }
 
   // Machine mode (core/model/machine_params.h).
@@ -338,7 +399,7 @@ class Sim {
     double up_end;     // its last byte left the uplink
     uint32_t pending;  // downlink events still to come
     double flight;     // L
-    bool joined;       // part of its sender's run: no message overhead at the receiver
+    bool run;          // frag is a run (runs_of_), not one fragment
   };
   static constexpr uint32_t kMulticastTo = ~0u;
 
@@ -410,7 +471,7 @@ class Sim {
       ++result_.lost;
       return;
     }
-    push(at, c, k, mc ? Kind::kArriveMulticast : Kind::kArrive, tr.joined);
+    push(at, c, k, mc ? Kind::kArriveMulticast : tr.run ? Kind::kArriveRun : Kind::kArrive);
   }
 
   /// The root multicasts fragment k, ready at t.
@@ -427,13 +488,12 @@ class Sim {
               s + (mc.set() ? mc.o_s : g.o));
   }
 
-  /// Rank r takes a message that arrived at t; returns when it owns it.
-  double take(uint32_t r, uint32_t k, double t, bool from_multicast, bool joined) {
+  /// Rank r takes a message of `count` fragments and m bytes that arrived at t; returns when
+  /// it owns them.
+  double take(uint32_t r, uint32_t count, uint64_t m, double t, bool from_multicast) {
     const MachineCosts& mc = sp_.machine;
-    double o = from_multicast && mc.multicast.set() ? mc.multicast.o_r : sp_.model.o;
-    const uint64_t m = bytes(k);
-    if (joined) o = 0;  // the run is one message: its first fragment paid the overhead
-    const double d = o + mc.fragment_us + static_cast<double>(m) * mc.byte_us;
+    const double o = from_multicast && mc.multicast.set() ? mc.multicast.o_r : sp_.model.o;
+    const double d = o + mc.fragment_us * count + static_cast<double>(m) * mc.byte_us;
     return work(r, t, d) + d;
   }
 
@@ -442,12 +502,12 @@ class Sim {
   }
 
   /// Rank r owns fragment k from time t on; returns false for a duplicate.
-  bool own(uint32_t r, uint32_t k, double t, bool in_run = false) {
+  bool own(uint32_t r, uint32_t k, double t) {
     if (owns(r, k)) return false;
     owned_[uint64_t{r} * words_ + k / 64] |= uint64_t{1} << (k % 64);
     const bool last = ++count_[r] == f_;
     if (last && !machine_mode_) done_[r] = std::max(t, enter_[r]);
-    if (entered_[r]) forward(r, k, t, in_run);  // else when it enters
+    if (entered_[r]) forward(r, k, t);  // else when it enters
     if (last && machine_mode_) {
       // The engine returns once the rank has forwarded its last fragment too; then the
       // rank's own fixed cost (the return, the wake-up of what waits on it) on a core.
@@ -485,15 +545,36 @@ class Sim {
       case Kind::kArrive:
       case Kind::kArriveMulticast: {
         const bool mc = e.kind == Kind::kArriveMulticast;
-        const double t = take(e.rank, e.frag, e.t, mc, e.joined);
-        if (own(e.rank, e.frag, t, e.joined) && !mc && sched_.uses_multicast()) ++result_.repaired;
+        const double t = take(e.rank, 1, bytes(e.frag), e.t, mc);
+        if (own(e.rank, e.frag, t) && !mc && sched_.uses_multicast()) ++result_.repaired;
         return;
       }
+      case Kind::kArriveRun: {
+        // The engine forwards a run once it holds all of it: its fragments are owned
+        // together, when the whole message is taken.
+        uint64_t m = 0;
+        for (uint32_t k : runs_of_[e.frag])
+          m += bytes(k);
+        const double t =
+            take(e.rank, static_cast<uint32_t>(runs_of_[e.frag].size()), m, e.t, false);
+        together_ = runs_of_[e.frag].size() > 1;
+        for (uint32_t k : runs_of_[e.frag]) {
+          if (own(e.rank, k, t) && sched_.uses_multicast()) ++result_.repaired;
+        }
+        together_ = false;
+        free_runs_.push_back(e.frag);
+        return;
+      }
+      case Kind::kSend:
+        send_queued(e.rank, e.t);
+        return;
       case Kind::kEnter:
         entered_[e.rank] = 1;
+        together_ = true;
         for (uint32_t k = 0; k < f_; ++k) {
           if (owns(e.rank, k)) forward(e.rank, k, e.t);
         }
+        together_ = false;
         return;
     }
   }
@@ -525,14 +606,20 @@ class Sim {
   std::vector<Timeline> threads_;  // and each rank's thread
   double now_ = 0;                 // the event being handled
   double end_ = 0;                 // after run(): when every rank, the root too, returned
-  // Machine mode: the run each rank is sending (peer, bytes so far).
-  struct Run {
-    uint32_t peer = ~0u;
-    uint64_t bytes = 0;
+  // Machine mode with runs: each rank's queue of sends (the engine's jobs), whether a kSend
+  // is pending for it, the most fragments one run holds, and the runs on the wire.
+  struct Queued {
+    uint32_t peer, frag;
   };
+  static constexpr uint32_t kNoRun = ~0u;
   bool runs_ = false;
-  double run_cap_ = 0;  // bytes one run may hold (machine mode)
-  std::vector<Run> send_run_;
+  std::vector<std::deque<Queued>> queued_;
+  std::vector<uint8_t> send_armed_;
+  std::vector<double> sending_;  // when each rank's last send leaves its thread
+  bool together_ = false;        // forward() is called for fragments that came together
+  uint32_t run_k_ = 1;
+  std::vector<std::vector<uint32_t>> runs_of_;
+  std::vector<uint32_t> free_runs_;
   std::vector<Transfer> transfers_;  // machine mode: messages on the wire
   std::vector<uint32_t> free_;       // their free slots
   std::vector<uint32_t> kids_;

@@ -53,25 +53,50 @@ TEST(MachineSim, ReceivingOccupiesTheRank) {
 
 TEST(MachineSim, PipelinedRunsFollowTheEnginesSplit) {
   // 16 fragments through the fragmented chain of 4 ranks. A quarter of the message per hop is
-  // one fragment, so without run_min no fragment joins a run; with it they do, and the
-  // fixed costs they save make it faster here (a fast link).
+  // one fragment, so without run_min every fragment goes alone, as without runs.
   SimParams sp = base(Algorithm::kFragmentedChain, 4, 16 * 1024);
   sp.machine.fragment_us = 0.5;
   const double single = last(sp);
   sp.machine.run_bytes = 65536;
   EXPECT_DOUBLE_EQ(last(sp), single);
+  // A rank forwards a run once it holds all of it, so a run crosses each hop whole: where a
+  // fragment's bytes cost more than a message's fixed cost (here 10 us against 3), longer runs
+  // make the pipeline coarser and slower...
   sp.machine.run_min_bytes = 8 * 1024;
   const double eights = last(sp);
   sp.machine.run_min_bytes = 16 * 1024;
   const double whole = last(sp);
-  EXPECT_LT(eights, single);
-  EXPECT_LT(whole, single);
+  EXPECT_GT(eights, single);
+  EXPECT_GT(whole, eights);
+  // ...and where the fixed cost outweighs the bytes (a fast link, 20 us a message), they save
+  // more than they lose.
+  SimParams fast = base(Algorithm::kFragmentedChain, 4, 16 * 1024);
+  fast.model = LogGP{10, 2, 20, 0.0004};
+  fast.machine.fragment_us = 0.5;
+  fast.machine.run_bytes = 65536;
+  const double fast_single = last(fast);
+  fast.machine.run_min_bytes = 4 * 1024;
+  EXPECT_LT(last(fast), fast_single);
   // Store and forward (the chain) sends the message whole whatever run_min says.
   SimParams chain = base(Algorithm::kChain, 4, 16 * 1024);
   chain.machine = sp.machine;
   const double c16 = last(chain);
   chain.machine.run_min_bytes = 0;
   EXPECT_DOUBLE_EQ(last(chain), c16);
+}
+
+TEST(MachineSim, ARunIsForwardedWhole) {
+  // Two fragments through the fragmented chain of 3 ranks in one run: each hop takes the
+  // whole message (one overhead, its bytes, the receive of both fragments) before the next
+  // hop starts, as the engine forwards a run once it holds all of it.
+  SimParams sp = base(Algorithm::kFragmentedChain, 3, 2048);
+  sp.machine.fragment_us = 0.5;
+  sp.machine.run_bytes = 65536;
+  sp.machine.run_min_bytes = 2048;
+  const LogGP& g = sp.model;
+  const double fly = g.o + 2047 * g.G + g.L;  // send start to arrival
+  const double take = g.o + 2 * 0.5;
+  EXPECT_DOUBLE_EQ(last(sp), 2 * (fly + take));
 }
 
 TEST(MachineSim, SharedCoresQueueWork) {
