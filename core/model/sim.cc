@@ -493,7 +493,12 @@ class Sim {
   double take(uint32_t r, uint32_t count, uint64_t m, double t, bool from_multicast) {
     const MachineCosts& mc = sp_.machine;
     const double o = from_multicast && mc.multicast.set() ? mc.multicast.o_r : sp_.model.o;
-    const double d = o + mc.fragment_us * count + static_cast<double>(m) * mc.byte_us;
+    // A store-and-forward message larger than a run went as several runs, and the engine
+    // took each while the next streamed in: only the last run's bytes are left after the
+    // message's last byte.
+    const double engine_bytes =
+        mc.run_bytes > 0 ? std::min(static_cast<double>(m), mc.run_bytes) : static_cast<double>(m);
+    const double d = o + mc.fragment_us * count + engine_bytes * mc.byte_us;
     return work(r, t, d) + d;
   }
 
