@@ -493,11 +493,12 @@ class Sim {
   double take(uint32_t r, uint32_t count, uint64_t m, double t, bool from_multicast) {
     const MachineCosts& mc = sp_.machine;
     const double o = from_multicast && mc.multicast.set() ? mc.multicast.o_r : sp_.model.o;
-    // A store-and-forward message larger than a run went as several runs, and the engine
-    // took each while the next streamed in: only the last run's bytes are left after the
-    // message's last byte.
+    // A reliable message's bytes cost the receiver what recv_cpu_us_per_byte says, which
+    // `bench --calibrate` measures as the receiving process's CPU per byte of a long
+    // broadcast: the engine's own copy is in it, and charging byte_us again counted it twice
+    // (pipelined algorithms took twice for every run). A datagram's bytes are the engine's.
     const double engine_bytes =
-        mc.run_bytes > 0 ? std::min(static_cast<double>(m), mc.run_bytes) : static_cast<double>(m);
+        !from_multicast && mc.recv_cpu_us_per_byte > 0 ? 0 : static_cast<double>(m);
     const double d = o + mc.fragment_us * count + engine_bytes * mc.byte_us;
     return work(r, t, d) + d;
   }

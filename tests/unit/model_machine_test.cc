@@ -99,6 +99,21 @@ TEST(MachineSim, ARunIsForwardedWhole) {
   EXPECT_DOUBLE_EQ(last(sp), 2 * (fly + take));
 }
 
+TEST(MachineSim, MeasuredReceiveCpuHoldsTheEnginesBytes) {
+  // recv_cpu_us_per_byte is the receiving process's CPU per byte, the engine's copy included:
+  // with it set, byte_us no longer adds to a reliable message's receive.
+  SimParams sp = base(Algorithm::kLinear, 2, 1000);
+  sp.machine.recv_cpu_us_per_byte = 0.001;
+  const double without = last(sp);
+  sp.machine.byte_us = 0.5;
+  EXPECT_DOUBLE_EQ(last(sp), without);
+  sp.machine.recv_cpu_us_per_byte = 0;
+  sp.machine.byte_us = 0;
+  const double neither = last(sp);
+  sp.machine.byte_us = 0.5;
+  EXPECT_DOUBLE_EQ(last(sp), neither + 1000 * 0.5);
+}
+
 TEST(MachineSim, SharedCoresQueueWork) {
   // Linear to 3 ranks on one core: the root's sends and the receivers' receives all take it.
   SimParams sp = base(Algorithm::kLinear, 4, 1);
