@@ -49,9 +49,9 @@ struct MachineCosts {
   /// Per broadcast and rank, entry to return beyond the channels (the wake-up of a rank that
   /// sleeps in the broadcast included), on the rank's thread and a core after it completes.
   double bcast_us = 0;
-  /// Fragments queued for one peer go as one message of up to this many bytes (the engine's
-  /// run_size): a fragment that finds its rank still sending to the same peer costs its bytes,
-  /// not a message's overhead, and likewise at the receiver. 0: a message per fragment.
+  /// Consecutive fragments queued for one peer go as one message of up to this many bytes
+  /// (the engine's run_size) when the rank's channel takes its next message; the receiver owns
+  /// them when it has taken the whole run. 0: a message per fragment.
   double run_bytes = 0;
   /// Where ranks forward fragment by fragment (the fragmented chain, split binary, the
   /// allgather ring), a run holds at most a quarter of the message per hop but no less than
@@ -65,9 +65,11 @@ struct MachineCosts {
   double send_cpu_us_per_byte = 0;
   double recv_cpu_us_per_byte = 0;
   double fragment_us = 0;  ///< the engine's work per fragment, at each end
-  double byte_us = 0;      ///< the engine's work per byte (the copy out), at the receiver
-  uint32_t cores = 0;      ///< cores the ranks share; 0: a core per rank
-  double link_mbit = 0;    ///< each rank's link each way, Mbit/s; 0: not link-bound
+  /// The engine's work per byte (the copy out) at the receiver of a datagram, and of a reliable
+  /// message where recv_cpu_us_per_byte is 0 (which, measured, holds it).
+  double byte_us = 0;
+  uint32_t cores = 0;    ///< cores the ranks share; 0: a core per rank
+  double link_mbit = 0;  ///< each rank's link each way, Mbit/s; 0: not link-bound
   /// A token bucket on each link (tc tbf's burst): bytes pass at once while it holds tokens.
   /// 0: a plain link at link_mbit.
   double link_burst_bytes = 0;

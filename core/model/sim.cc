@@ -495,8 +495,7 @@ class Sim {
     const double o = from_multicast && mc.multicast.set() ? mc.multicast.o_r : sp_.model.o;
     // A reliable message's bytes cost the receiver what recv_cpu_us_per_byte says, which
     // `bench --calibrate` measures as the receiving process's CPU per byte of a long
-    // broadcast: the engine's own copy is in it, and charging byte_us again counted it twice
-    // (pipelined algorithms took twice for every run). A datagram's bytes are the engine's.
+    // broadcast, the engine's own copy included. A datagram's bytes are the engine's.
     const double engine_bytes =
         !from_multicast && mc.recv_cpu_us_per_byte > 0 ? 0 : static_cast<double>(m);
     const double d = o + mc.fragment_us * count + engine_bytes * mc.byte_us;

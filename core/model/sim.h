@@ -52,7 +52,7 @@ struct SimResult {
   uint64_t lost = 0;         ///< multicast datagrams lost (loss or early drop)
   uint64_t repaired = 0;     ///< two-stage fragments a rank first owned from the ring
   /// A hash of every message the broadcast sent (sender, receiver or multicast, fragment,
-  /// whether it joined its sender's run), in the order sent. Two algorithms with the same
+  /// whether it followed another in one run), in the order sent. Two algorithms with the same
   /// hash under the same parameters sent the same messages in the same order: what a
   /// measurement tells them apart by is noise. Store-and-forward algorithms are simulated as
   /// one message per hop, so they may share a hash with each other, not with a pipelined
