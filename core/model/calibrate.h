@@ -10,12 +10,13 @@
 #include <functional>
 
 #include "core/model/model_loggp.h"
+#include "core/protocol/engine_config.h"
 #include "core/protocol/status.h"
 
 namespace ibbcast {
 
-/// "Never switch": larger than any message (the engine's kAnySize).
-inline constexpr uint64_t kNeverCrossover = ~uint64_t{0};
+/// "Never switch": the engine's "no limit", so a calibration applies to its knobs as is.
+inline constexpr uint64_t kNeverCrossover = kAnySize;
 
 struct CalibrationInput {
   uint32_t p = 8;                  ///< the group's size (>= 2)

@@ -233,10 +233,9 @@ class Sim {
         if (send_armed_[r]) continue;
         if (!together_ && sending_[r] <= t) {
           send_queued(r, t);
-          continue;
+        } else {
+          arm_send(r, t);
         }
-        send_armed_[r] = 1;
-        push(std::max(t, sending_[r]), r, 0, Kind::kSend);
         continue;
       }
       note_send(r, c, k, false);
@@ -264,10 +263,13 @@ class Sim {
     }
     const auto count = static_cast<uint32_t>(runs_of_[run].size());
     send_message(r, c, runs_of_[run].front(), count, m, t, run);
-    if (!q.empty()) {
-      send_armed_[r] = 1;
-      push(std::max(t, sending_[r]), r, 0, Kind::kSend);
-    }
+    if (!q.empty()) arm_send(r, t);
+  }
+
+  /// r's channel takes its next message when its last send is through (a kSend then).
+  void arm_send(uint32_t r, double t) {
+    send_armed_[r] = 1;
+    push(std::max(t, sending_[r]), r, 0, Kind::kSend);
   }
 
   /// One reliable message of `count` fragments (m bytes, the first `k`) from r to c, ready
