@@ -31,15 +31,15 @@ class Rng {
 
 // The rest are machine mode's: a message reaches its sender's uplink (frag: its
 // transfer), a receiver's downlink (rank: the receiver), and its receiver, which still has to
-// take it (the rank's thread and a core); with runs, a rank's channel takes its next message
-// (kSend) and a run arrives whole (kArriveRun, frag: the run).
+// take it (the rank's thread and a core); a rank's channel takes its next message (kSend,
+// frag: the arming's generation) and a reliable message, a run of one or more fragments,
+// arrives whole (kArriveRun, frag: the run).
 enum class Kind : uint8_t {
   kOwn,
   kMulticast,
   kEnter,
   kUplink,
   kDownlink,
-  kArrive,
   kArriveMulticast,
   kSend,
   kArriveRun
@@ -101,20 +101,22 @@ class Sim {
       threads_.resize(p_);
     }
     if (machine_mode_) {
-      runs_ = sp.machine.run_bytes > 0 && sched.pipelined();
-      if (runs_) {
-        queued_.resize(p_);
-        send_armed_.assign(p_, 0);
-        sending_.assign(p_, 0);
-      }
+      queued_.resize(p_);
+      send_armed_.assign(p_, 0);
+      armed_at_.assign(p_, 0);
+      send_gen_.assign(p_, 0);
+      done_pending_.assign(p_, 0);
+      batch_poll_.assign(p_, -kForever);
+      batch_count_.assign(p_, 0);
+      sending_.assign(p_, 0);
     }
     // Fragment size 0 is clamped to 1 byte, as model_fragment_count() does.
     const uint64_t fs = std::max<uint32_t>(sp.in.fragment_size, 1);
     m_ = sched.pipelined() ? std::min<uint64_t>(fs, sp.in.n) : sp.in.n;
     m_last_ = sp.in.n - (f_ - 1) * m_;
-    if (runs_) {
+    if (machine_mode_ && sp.machine.run_bytes > 0 && sched.pipelined()) {
       // The engine's bound on a run (run_fragments): the channel's, and where ranks forward
-      // fragment by fragment the pipeline's.
+      // fragment by fragment the pipeline's. No run_bytes: a message per fragment.
       const double frag = static_cast<double>(m_), most = std::floor(sp.machine.run_bytes / frag),
                    least = std::ceil(sp.machine.run_min_bytes / frag);
       const uint32_t k = run_fragments(sp.in.algorithm, p_, static_cast<uint32_t>(f_),
@@ -147,10 +149,8 @@ class Sim {
         push(s + sp_.model.hop(bytes(k)), 0, k, Kind::kMulticast);
       }
     }
-    together_ = true;
     for (uint32_t k = 0; k < f_; ++k)
       forward(0, k, start);
-    together_ = false;
     while (!queue_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
@@ -225,21 +225,10 @@ class Sim {
         push(s + sp_.model.hop(m), c, k, Kind::kOwn);
         continue;
       }
-      if (runs_) {
-        // The engine's job queue: the rank's channel takes the next message when its
-        // thread is through with the one before (kSend); what is queued by then goes with
-        // it. Fragments that come together (a run, the root's message) queue together.
-        queued_[r].push_back(Queued{c, k});
-        if (send_armed_[r]) continue;
-        if (!together_ && sending_[r] <= t) {
-          send_queued(r, t);
-        } else {
-          arm_send(r, t);
-        }
-        continue;
-      }
-      note_send(r, c, k, false);
-      send_message(r, c, k, 1, m, t, kNoRun);
+      // The engine's job queue: the rank's channel takes the next message when its thread
+      // is through with the one before (kSend); what is queued by then goes with it.
+      queued_[r].push_back(Queued{c, k});
+      if (!send_armed_[r]) arm_send(r, t);
     }
   }
 
@@ -262,35 +251,72 @@ class Sim {
       q.pop_front();
     }
     const auto count = static_cast<uint32_t>(runs_of_[run].size());
-    send_message(r, c, runs_of_[run].front(), count, m, t, run);
-    if (!q.empty()) arm_send(r, t);
+    send_message(r, c, count, m, t, run);
+    if (!q.empty()) {
+      arm_send(r, t);
+    } else if (done_pending_[r]) {
+      done_pending_[r] = 0;
+      finish_rank(r, t);
+    }
   }
 
   /// r's channel takes its next message when its last send is through (a kSend then).
   void arm_send(uint32_t r, double t) {
     send_armed_[r] = 1;
-    push(std::max(t, sending_[r]), r, 0, Kind::kSend);
+    armed_at_[r] = std::max(t, sending_[r]);
+    push(armed_at_[r], r, ++send_gen_[r], Kind::kSend);
   }
 
-  /// One reliable message of `count` fragments (m bytes, the first `k`) from r to c, ready
-  /// at t; `run`: its fragment list (runs_of_), or kNoRun for fragment k alone.
-  void send_message(uint32_t r, uint32_t c, uint32_t k, uint32_t count, uint64_t m, double t,
-                    uint32_t run) {
+  /// r's queue goes at t if its thread (and with shared cores a core) can start it then,
+  /// with what has joined it by then; else the kSend moves to when it can. On cores the
+  /// ranks outnumber, a rank runs late and finds many fragments at hand: one run.
+  void try_send(uint32_t r, double t) {
+    const LogGP& g = sp_.model;
+    const double at = earliest(r, t, std::max(g.g, g.o));
+    if (at > t) {
+      armed_at_[r] = at;
+      push(at, r, ++send_gen_[r], Kind::kSend);
+      return;
+    }
+    send_queued(r, t);
+  }
+
+  /// The engine's loop: take a batch of what has arrived (up to kBatch messages), then send
+  /// what it queued, then the next batch. A message that arrived by the batch's poll is
+  /// taken with it; one that arrived later waits for the sends due before its poll. A rank
+  /// that waits for a core (ranks outnumbering cores) polls late and takes all that queued
+  /// meanwhile as one batch, whose fragments then go on as one run.
+  void join_batch(uint32_t r, double t, double d) {
+    if (t <= batch_poll_[r] && batch_count_[r] < kBatch) {
+      ++batch_count_[r];
+      return;
+    }
+    for (int n = 0; send_armed_[r] && armed_at_[r] <= earliest(r, t, d) && n < kMaxEarlySends; ++n)
+      try_send(r, armed_at_[r]);
+    batch_poll_[r] = earliest(r, t, d);
+    batch_count_[r] = 1;
+  }
+
+  /// One reliable message of `count` fragments (m bytes), run `run` (runs_of_), from r to c,
+  /// ready at t.
+  void send_message(uint32_t r, uint32_t c, uint32_t count, uint64_t m, double t, uint32_t run) {
     const LogGP& g = sp_.model;
     const double cpu = std::max(g.G, sp_.machine.send_cpu_us_per_byte);
     const double head = std::max(g.g, g.o);
     const double bytes = static_cast<double>(m - 1);
     const double f = sp_.machine.fragment_us * count;
     const double d = head + bytes * g.G + f;
-    const double s = work(r, t, d, head + bytes * cpu + f);
-    if (runs_) sending_[r] = s + d;
+    // The thread (the channel) is busy for the gap; the CPU only for o and the bytes:
+    // LogGP's g - o is the network's, which another rank on the core can use.
+    const double s = work(r, t, d, g.o + bytes * cpu + f);
+    sending_[r] = s + d;
     // The receiver copies the bytes out of its socket as they stream in, on its own thread
     // and a core, beside the sender (on a core each that overlaps; on shared cores not).
     const double stream = bytes * g.G;
     const double copy = bytes * sp_.machine.recv_cpu_us_per_byte;
     double done = s + g.o + stream;
     if (copy > 0) done = std::max(done, work(c, s + g.o, stream, copy) + stream);
-    send_wire(Transfer{r, c, run == kNoRun ? k : run, m, done, 0, 0, g.L, run != kNoRun}, s + g.o);
+    send_wire(Transfer{r, c, run, m, done, 0, 0, g.L}, s + g.o);
   }
 
   uint32_t new_run() {
@@ -327,24 +353,36 @@ class Sim {
       port_[r] = s + d;
       return s;
     }
+    std::size_t core = 0;
+    const double s = fit(r, t, d, core_d, &core);
+    threads_[r].book(s, d);
+    cores_[core].book(s, core_d);
+    port_[r] = std::max(port_[r], s + d);
+    return s;
+  }
+
+  /// When work(r, t, d) would start, booking nothing.
+  double earliest(uint32_t r, double t, double d) {
+    if (cores_.empty()) return std::max(t, port_[r]);
+    std::size_t core = 0;
+    return fit(r, t, d, d, &core);
+  }
+
+  /// The first start >= t with d free on r's thread and core_d on a core (*core: which).
+  double fit(uint32_t r, double t, double d, double core_d, std::size_t* core) {
     threads_[r].forget(now_);  // here, not in a sweep: there may be 2^20 of them
     double s = t;
-    Timeline* core = nullptr;
     for (;;) {
       const double on_thread = threads_[r].earliest(s, d);
       double best = kForever;
-      for (Timeline& c : cores_) {
-        const double at = c.earliest(on_thread, core_d);
-        if (at < best) best = at, core = &c;
+      for (std::size_t c = 0; c < cores_.size(); ++c) {
+        const double at = cores_[c].earliest(on_thread, core_d);
+        if (at < best) best = at, *core = c;
       }
       if (best == on_thread) break;
       s = best;
     }
-    s = threads_[r].earliest(s, d);
-    threads_[r].book(s, d);
-    core->book(s, core_d);
-    port_[r] = std::max(port_[r], s + d);
-    return s;
+    return threads_[r].earliest(s, d);
   }
 
   /// Busy intervals of one thread or core, for first-fit booking.
@@ -395,13 +433,12 @@ class Sim {
   /// that a ring copy and a multicast datagram share a downlink first come, first served.
   struct Transfer {
     uint32_t from, to;  // to: kMulticastTo for every non-root rank
-    uint32_t frag;
+    uint32_t frag;      // a datagram's fragment, or a reliable message's run (runs_of_)
     uint64_t m;
     double cpu_done;   // the sender's CPU is through with it
     double up_end;     // its last byte left the uplink
     uint32_t pending;  // downlink events still to come
     double flight;     // L
-    bool run;          // frag is a run (runs_of_), not one fragment
   };
   static constexpr uint32_t kMulticastTo = ~0u;
 
@@ -473,7 +510,7 @@ class Sim {
       ++result_.lost;
       return;
     }
-    push(at, c, k, mc ? Kind::kArriveMulticast : tr.run ? Kind::kArriveRun : Kind::kArrive);
+    push(at, c, k, mc ? Kind::kArriveMulticast : Kind::kArriveRun);
   }
 
   /// The root multicasts fragment k, ready at t.
@@ -486,7 +523,7 @@ class Sim {
     const double cpu_out = mc.set() ? mc.send_us(m) : g.o + static_cast<double>(m - 1) * g.G;
     const double s = work(0, t, send + sp_.machine.fragment_us);
     note_send(0, kMulticastTo, k, false);
-    send_wire(Transfer{0, kMulticastTo, k, m, s + cpu_out, 0, 0, mc.set() ? mc.L : g.L, false},
+    send_wire(Transfer{0, kMulticastTo, k, m, s + cpu_out, 0, 0, mc.set() ? mc.L : g.L},
               s + (mc.set() ? mc.o_s : g.o));
   }
 
@@ -501,6 +538,7 @@ class Sim {
     const double engine_bytes =
         !from_multicast && mc.recv_cpu_us_per_byte > 0 ? 0 : static_cast<double>(m);
     const double d = o + mc.fragment_us * count + engine_bytes * mc.byte_us;
+    join_batch(r, t, d);
     return work(r, t, d) + d;
   }
 
@@ -515,14 +553,25 @@ class Sim {
     const bool last = ++count_[r] == f_;
     if (last && !machine_mode_) done_[r] = std::max(t, enter_[r]);
     if (entered_[r]) forward(r, k, t);  // else when it enters
-    if (last && machine_mode_) {
-      // The engine returns once the rank has forwarded its last fragment too; then the
-      // rank's own fixed cost (the return, the wake-up of what waits on it) on a core.
-      const double ready = entered_[r] ? std::max(t, port_[r]) : enter_[r];
-      const double b = sp_.machine.bcast_us;
-      done_[r] = b > 0 ? work(r, ready, b) + b : ready;
+    if (last && machine_mode_ && entered_[r]) {
+      // The engine returns once the rank has handed its last forward to the channel too
+      // (a rank not yet in the call: once it enters, kEnter).
+      if (!queued_[r].empty()) {
+        done_pending_[r] = 1;
+      } else {
+        finish_rank(r, t);
+      }
     }
     return true;
+  }
+
+  /// Rank r, which owns every fragment, has nothing more to hand on from t: it returns once
+  /// its thread is through, then pays its own fixed cost (the return, the wake-up of what
+  /// waits on it) on a core.
+  void finish_rank(uint32_t r, double t) {
+    const double ready = std::max(t, port_[r]);
+    const double b = sp_.machine.bcast_us;
+    done_[r] = b > 0 ? work(r, ready, b) + b : ready;
   }
 
   void handle(const Event& e) {
@@ -549,11 +598,9 @@ class Sim {
       case Kind::kDownlink:
         downlink(e.frag, e.rank, e.t);
         return;
-      case Kind::kArrive:
       case Kind::kArriveMulticast: {
-        const bool mc = e.kind == Kind::kArriveMulticast;
-        const double t = take(e.rank, 1, bytes(e.frag), e.t, mc);
-        if (own(e.rank, e.frag, t) && !mc && sched_.uses_multicast()) ++result_.repaired;
+        const double t = take(e.rank, 1, bytes(e.frag), e.t, true);
+        own(e.rank, e.frag, t);
         return;
       }
       case Kind::kArriveRun: {
@@ -564,24 +611,28 @@ class Sim {
           m += bytes(k);
         const double t =
             take(e.rank, static_cast<uint32_t>(runs_of_[e.frag].size()), m, e.t, false);
-        together_ = runs_of_[e.frag].size() > 1;
         for (uint32_t k : runs_of_[e.frag]) {
           if (own(e.rank, k, t) && sched_.uses_multicast()) ++result_.repaired;
         }
-        together_ = false;
         free_runs_.push_back(e.frag);
         return;
       }
       case Kind::kSend:
-        send_queued(e.rank, e.t);
+        // A later arming, or a send made first (sends_first), voids an earlier kSend.
+        if (send_armed_[e.rank] && e.frag == send_gen_[e.rank]) try_send(e.rank, e.t);
         return;
       case Kind::kEnter:
         entered_[e.rank] = 1;
-        together_ = true;
         for (uint32_t k = 0; k < f_; ++k) {
           if (owns(e.rank, k)) forward(e.rank, k, e.t);
         }
-        together_ = false;
+        if (machine_mode_ && count_[e.rank] == f_) {
+          if (!queued_[e.rank].empty()) {
+            done_pending_[e.rank] = 1;
+          } else {
+            finish_rank(e.rank, e.t);
+          }
+        }
         return;
     }
   }
@@ -613,17 +664,22 @@ class Sim {
   std::vector<Timeline> threads_;  // and each rank's thread
   double now_ = 0;                 // the event being handled
   double end_ = 0;                 // after run(): when every rank, the root too, returned
-  // Machine mode with runs: each rank's queue of sends (the engine's jobs), whether a kSend
-  // is pending for it, the most fragments one run holds, and the runs on the wire.
+  // Machine mode: each rank's queue of sends (the engine's jobs), whether a kSend is pending
+  // for it, its batches of receives, the most fragments one run holds, and the runs on the
+  // wire.
   struct Queued {
     uint32_t peer, frag;
   };
-  static constexpr uint32_t kNoRun = ~0u;
-  bool runs_ = false;
   std::vector<std::deque<Queued>> queued_;
   std::vector<uint8_t> send_armed_;
-  std::vector<double> sending_;  // when each rank's last send leaves its thread
-  bool together_ = false;        // forward() is called for fragments that came together
+  std::vector<double> armed_at_;          // when the armed kSend is due
+  std::vector<uint32_t> send_gen_;        // the armed kSend's generation (its frag field)
+  std::vector<double> batch_poll_;        // when the rank's last batch was polled
+  std::vector<uint32_t> batch_count_;     // and how many messages it took
+  static constexpr uint32_t kBatch = 32;  // the engine's poll: recvmmsg and UCX events
+  static constexpr int kMaxEarlySends = 64;
+  std::vector<uint8_t> done_pending_;  // owns every fragment, forwards still queued
+  std::vector<double> sending_;        // when each rank's last send leaves its thread
   uint32_t run_k_ = 1;
   std::vector<std::vector<uint32_t>> runs_of_;
   std::vector<uint32_t> free_runs_;

@@ -11,12 +11,14 @@
 // forwards only after it has entered, and completes when it owns every fragment, no earlier
 // than it entered. Times are us from the moment the first rank could enter.
 //
-// With MachineCosts set, a rank is one thread: receiving a message (its o, the engine's work
-// per fragment and per byte) occupies the rank like a send does, every such piece of work
-// also takes one of the machine's cores (cores > 0; greedy, in the order work becomes
-// ready), messages queue on their sender's uplink and each receiver's downlink (link_mbit
-// > 0), multicast datagrams cost MulticastCost, and a rank returns bcast_us after it owns
-// the message.
+// With MachineCosts set, a rank is one thread that runs the engine's loop: it takes a batch of
+// the messages that have arrived (its o, the engine's work per fragment and per byte each),
+// then sends what it queued for its children (consecutive fragments for one peer as one run),
+// then the next batch. Every piece of work also takes one of the machine's cores (cores > 0;
+// first fit), where a send holds the core for o and the bytes but the thread for the gap
+// g; messages queue on their sender's uplink and each receiver's downlink (link_mbit > 0),
+// multicast datagrams cost MulticastCost, and a rank returns bcast_us after it owns the
+// message and has handed its last forward to the channel.
 
 #include <cstdint>
 #include <vector>

@@ -99,6 +99,24 @@ TEST(MachineSim, ARunIsForwardedWhole) {
   EXPECT_DOUBLE_EQ(last(sp), 2 * (fly + take));
 }
 
+TEST(MachineSim, ARankReturnsOnceItsForwardsAreHandedOnInBatches) {
+  // Two-stage to 3 ranks, 4 fragments: the datagrams are cheap, a ring copy holds its sender
+  // for g = 1000 us. Rank 1 owns every fragment by multicast within microseconds, but it
+  // returns only once it has handed its ring copies to the channel, and it sends as the
+  // engine's loop does: it takes the batch that has arrived, then sends what it queued, then
+  // takes the next batch.
+  SimParams sp = base(Algorithm::kTwoStage, 3, 4 * 1024);
+  sp.model = LogGP{3000, 1, 1000, 0};  // the root's own ring copy arrives after all this
+  sp.machine.multicast = MulticastCost{1, 1, 5, 0};
+  sp.machine.run_bytes = 4 * 1024;
+  const MulticastCost& mc = sp.machine.multicast;
+  const double g = sp.model.g;
+  // Datagram k reaches rank 1 at k + o_s + L. It takes fragment 0 alone and sends it (g);
+  // fragments 1-3 arrived meanwhile, one batch after that send, and go on as one run.
+  const double own0 = mc.o_s + mc.L + mc.o_r;
+  EXPECT_DOUBLE_EQ(last(sp), own0 + g + 3 * mc.o_r + g);
+}
+
 TEST(MachineSim, MeasuredReceiveCpuHoldsTheEnginesBytes) {
   // recv_cpu_us_per_byte is the receiving process's CPU per byte, the engine's copy included:
   // with it set, byte_us no longer adds to a reliable message's receive.
@@ -121,10 +139,12 @@ TEST(MachineSim, SharedCoresQueueWork) {
   sp.machine.cores = 1;
   const LogGP& g = sp.model;
   const double gap = g.gap(1), fly = g.o + g.L;
-  // Sends at 0, gap, 2 gap (the core is the root's alone until the first arrival at fly).
+  // Sends at 0, gap, 2 gap; each holds the core for o, the rest of the gap is the channel's
+  // (LogGP's g - o is not the CPU's), which leaves the core a gap - o too short for a receive.
   ASSERT_LT(fly, 3 * gap);  // arrivals find the core busy with the root's sends
+  ASSERT_LT(gap - g.o, g.o);
   // Every receive waits for the root's three sends, then they take turns.
-  EXPECT_DOUBLE_EQ(last(sp), 3 * gap + 3 * g.o);
+  EXPECT_DOUBLE_EQ(last(sp), 2 * gap + g.o + 3 * g.o);
   sp.machine.cores = 0;  // a core per rank: only the rank's own thread serialises
   EXPECT_DOUBLE_EQ(last(sp), 2 * gap + fly + g.o);
 }
