@@ -283,7 +283,7 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   if (!mcast) return mcast.status();
   McastProbe probe(boot, **mcast, pinger);
   const uint32_t max_dgram = std::min<uint32_t>((*transport)->capabilities().max_datagram, 8192);
-  std::vector<double> xs, sends;
+  std::vector<double> xs, sends, recvs;
   McastProbe::Point first;
   for (uint64_t m : {uint64_t{1}, uint64_t{1024}, uint64_t{max_dgram / 2}, uint64_t{max_dgram}}) {
     McastProbe::Point pt;
@@ -296,6 +296,7 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
     if (m == 1) first = pt;
     xs.push_back(static_cast<double>(m - 1));
     sends.push_back(pt.o_s);
+    recvs.push_back(pt.o_r);
   }
   auto incomplete = from_rank(boot, 1, static_cast<double>(probe.incomplete()));
   IBBCAST_RETURN_IF_ERROR(incomplete.status());
@@ -305,14 +306,18 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
                  "fabric?); the multicast figures include the waits\n",
                  *incomplete);
   }
-  // The sender's own cost per datagram, fitted over the sizes. The gap between datagrams of
-  // a burst at the receiver (printed above) is the difference of two round trips: on this
-  // shared machine it came out negative as often as not.
+  // The sender's own cost per datagram, fitted over the sizes, and the receiver's per byte
+  // (its kernel's copy out of the socket). The gap between datagrams of a burst at the
+  // receiver (printed above) is the difference of two round trips: on this shared machine it
+  // came out negative as often as not.
   const auto [slope, intercept] = line_fit(xs, sends);
+  const auto [recv_slope, recv_intercept] = line_fit(xs, recvs);
+  (void)recv_intercept;  // o_r is the smallest datagram's, measured
   MulticastCost& mc = p.machine.multicast;
   mc.G = std::max(slope, kLogGPFloor);
   mc.o_s = std::max(intercept, kLogGPFloor);
   mc.o_r = std::max(first.o_r, kLogGPFloor);
+  mc.G_r = std::max(recv_slope, kLogGPFloor);
   mc.L = std::max(first.one_way - mc.o_s - mc.o_r, kLogGPFloor);
 
   // The fixed cost: a 1-byte linear broadcast timed at rank 1 by the per-node method, as

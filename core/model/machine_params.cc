@@ -11,8 +11,12 @@ double MulticastCost::send_us(uint64_t m) const {
   return o_s + static_cast<double>(m > 0 ? m - 1 : 0) * G;
 }
 
+double MulticastCost::recv_us(uint64_t m) const {
+  return o_r + static_cast<double>(m > 0 ? m - 1 : 0) * G_r;
+}
+
 double MulticastCost::hop_us(uint64_t m) const {
-  return send_us(m) + L + o_r;
+  return send_us(m) + L + recv_us(m);
 }
 
 double MachineCosts::wire_us(uint64_t m) const {
@@ -41,6 +45,7 @@ constexpr Field kFields[] = {
     {"multicast.o_r_us", nullptr, &MulticastCost::o_r, nullptr},
     {"multicast.L_us", nullptr, &MulticastCost::L, nullptr},
     {"multicast.G_us_per_byte", nullptr, &MulticastCost::G, nullptr},
+    {"multicast.recv_G_us_per_byte", nullptr, &MulticastCost::G_r, nullptr},
     {"engine.bcast_us", &MachineCosts::bcast_us, nullptr, nullptr},
     {"engine.run_bytes", &MachineCosts::run_bytes, nullptr, nullptr},
     {"engine.run_min_bytes", &MachineCosts::run_min_bytes, nullptr, nullptr},

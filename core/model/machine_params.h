@@ -32,15 +32,17 @@
 namespace ibbcast {
 
 /// One multicast datagram of m bytes: the sender's port is busy send_us(m); a receiver owns
-/// it hop_us(m) after the send starts; receiving it costs the receiver o_r.
+/// it hop_us(m) after the send starts; receiving it costs the receiver recv_us(m).
 struct MulticastCost {
   double o_s = 0;  ///< us the sender spends per datagram, in a burst
   double o_r = 0;  ///< us a receiver spends per datagram
   double L = 0;    ///< us in flight (one way minus o_s and o_r)
   double G = 0;    ///< us per byte, on the sender's port and in flight
+  double G_r = 0;  ///< us per byte a receiver spends (the kernel's copy out of its socket)
 
-  bool set() const { return o_s > 0 || o_r > 0 || L > 0 || G > 0; }
+  bool set() const { return o_s > 0 || o_r > 0 || L > 0 || G > 0 || G_r > 0; }
   double send_us(uint64_t m) const;
+  double recv_us(uint64_t m) const;
   double hop_us(uint64_t m) const;
 };
 
@@ -97,6 +99,7 @@ struct ModelParams {
 /// The parameter file: '#' comment lines and "key = value" lines (us, us/byte, Mbit/s):
 ///   reliable.L_us reliable.o_us reliable.g_us reliable.G_us_per_byte
 ///   multicast.o_s_us multicast.o_r_us multicast.L_us multicast.G_us_per_byte
+///   multicast.recv_G_us_per_byte
 ///   reliable.send_cpu_us_per_byte reliable.recv_cpu_us_per_byte
 ///   engine.bcast_us engine.run_bytes engine.run_min_bytes engine.fragment_us engine.byte_us
 ///   cpu.cores

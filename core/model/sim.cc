@@ -531,10 +531,11 @@ class Sim {
   /// it owns them.
   double take(uint32_t r, uint32_t count, uint64_t m, double t, bool from_multicast) {
     const MachineCosts& mc = sp_.machine;
-    const double o = from_multicast && mc.multicast.set() ? mc.multicast.o_r : sp_.model.o;
+    const double o = from_multicast && mc.multicast.set() ? mc.multicast.recv_us(m) : sp_.model.o;
     // A reliable message's bytes cost the receiver what recv_cpu_us_per_byte says, which
     // `bench --calibrate` measures as the receiving process's CPU per byte of a long
-    // broadcast, the engine's own copy included. A datagram's bytes are the engine's.
+    // broadcast, the engine's own copy included. A datagram's bytes cost the kernel's copy
+    // out of the socket (in recv_us) and the engine's.
     const double engine_bytes =
         !from_multicast && mc.recv_cpu_us_per_byte > 0 ? 0 : static_cast<double>(m);
     const double d = o + mc.fragment_us * count + engine_bytes * mc.byte_us;

@@ -230,6 +230,11 @@ TEST(MachineSim, MulticastCostsItsOwn) {
   auto r = simulate(sp);
   ASSERT_TRUE(r.is_ok());
   EXPECT_EQ(r->repaired, 0u);
+  // The receiver's kernel copies a datagram's bytes out of its socket: 1000 bytes at
+  // 0.002 us each (m - 1 of them, as G counts).
+  sp.in.n = 1000;
+  sp.machine.multicast.G_r = 0.002;
+  EXPECT_DOUBLE_EQ(last(sp), 6 + 999 * 0.002);
 }
 
 TEST(MachineSim, LossIsRepairedByTheRing) {
@@ -245,7 +250,7 @@ TEST(MachineSim, LossIsRepairedByTheRing) {
 TEST(MachineParams, RoundTrip) {
   ModelParams p;
   p.reliable = LogGP{1.5, 4.25, 7, 0.0007};
-  p.machine.multicast = MulticastCost{3.5, 1.25, 2, 0.0004};
+  p.machine.multicast = MulticastCost{3.5, 1.25, 2, 0.0004, 0.00009};
   p.machine.bcast_us = 11;
   p.machine.fragment_us = 0.042;
   p.machine.run_bytes = 262144;
@@ -264,6 +269,7 @@ TEST(MachineParams, RoundTrip) {
   EXPECT_DOUBLE_EQ(q->reliable.G, 0.0007);
   EXPECT_DOUBLE_EQ(q->machine.multicast.o_r, 1.25);
   EXPECT_DOUBLE_EQ(q->machine.multicast.G, 0.0004);
+  EXPECT_DOUBLE_EQ(q->machine.multicast.G_r, 0.00009);
   EXPECT_DOUBLE_EQ(q->machine.bcast_us, 11);
   EXPECT_DOUBLE_EQ(q->machine.fragment_us, 0.042);
   EXPECT_DOUBLE_EQ(q->machine.run_bytes, 262144);
