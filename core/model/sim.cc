@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <map>
 #include <queue>
 #include <string>
@@ -236,7 +235,7 @@ class Sim {
   /// same peer, consecutive, up to the run's bound (the engine's push_job and front_action).
   void send_queued(uint32_t r, double t) {
     send_armed_[r] = 0;
-    std::deque<Queued>& q = queued_[r];
+    SendQueue& q = queued_[r];
     if (q.empty()) return;
     const uint32_t c = q.front().peer;
     const uint32_t run = new_run();
@@ -671,7 +670,22 @@ class Sim {
   struct Queued {
     uint32_t peer, frag;
   };
-  std::vector<std::deque<Queued>> queued_;
+  /// A rank's queue, read from `head` and emptied once all of it is read: most hold a few
+  /// entries, and a std::deque per rank allocated 600 MB at 2^20 ranks.
+  struct SendQueue {
+    std::vector<Queued> items;
+    std::size_t head = 0;
+    bool empty() const { return head == items.size(); }
+    const Queued& front() const { return items[head]; }
+    void push_back(Queued q) { items.push_back(q); }
+    void pop_front() {
+      if (++head == items.size()) {
+        items.clear();
+        head = 0;
+      }
+    }
+  };
+  std::vector<SendQueue> queued_;
   std::vector<uint8_t> send_armed_;
   std::vector<double> armed_at_;          // when the armed kSend is due
   std::vector<uint32_t> send_gen_;        // the armed kSend's generation (its frag field)
