@@ -311,8 +311,7 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   // receiver (printed above) is the difference of two round trips: on this shared machine it
   // came out negative as often as not.
   const auto [slope, intercept] = line_fit(xs, sends);
-  const auto [recv_slope, recv_intercept] = line_fit(xs, recvs);
-  (void)recv_intercept;  // o_r is the smallest datagram's, measured
+  const double recv_slope = line_fit(xs, recvs).first;  // o_r: the 1-byte one, measured
   MulticastCost& mc = p.machine.multicast;
   mc.G = std::max(slope, kLogGPFloor);
   mc.o_s = std::max(intercept, kLogGPFloor);

@@ -290,9 +290,12 @@ class Sim {
       ++batch_count_[r];
       return;
     }
-    for (int n = 0; send_armed_[r] && armed_at_[r] <= earliest(r, t, d) && n < kMaxEarlySends; ++n)
+    double poll = earliest(r, t, d);
+    for (int n = 0; send_armed_[r] && armed_at_[r] <= poll && n < kMaxEarlySends; ++n) {
       try_send(r, armed_at_[r]);
-    batch_poll_[r] = earliest(r, t, d);
+      poll = earliest(r, t, d);
+    }
+    batch_poll_[r] = poll;
     batch_count_[r] = 1;
   }
 
