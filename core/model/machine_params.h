@@ -10,8 +10,9 @@
 // - multicast: a datagram's send is one sendmmsg slot whose cost includes the bridge's
 //   delivery to every receiver (it runs in the sender's syscall), and its receive is a
 //   recvmmsg slot; neither is the UCX channel's o, g or G.
-// - bcast_us: from a rank's entry to its return, the progress loop's syscalls and wake-ups
-//   beyond the channels' own costs; on a real NIC too, a broadcast pays it once.
+// - bcast_us: a rank's wake-up and the progress loop's syscalls beyond the channels' own
+//   costs, paid once per broadcast before the rank takes its first message, so once per hop
+//   of a chain; on a real NIC too.
 // - cores: every rank of one host shares the host's cores; a send or receive that finds every
 //   core busy waits. 0 is a core per rank (the projection to big machines).
 // - link_mbit: each rank's link in each direction (tbf both ways on the fabric, a NIC port on

@@ -35,6 +35,16 @@ TEST(MachineSim, FixedCostAddsToEveryRank) {
   EXPECT_DOUBLE_EQ(pure, 2 * sp.model.gap(100) + sp.model.hop(100));
 }
 
+TEST(MachineSim, FixedCostIsPaidAtEveryHop) {
+  // A rank sleeps in the broadcast until its first message: in a chain each of the three hops
+  // waits for that wake-up before it can forward (paid once at the return, the chain cost one).
+  SimParams sp = base(Algorithm::kChain, 4, 100);
+  const double pure = last(sp);
+  EXPECT_DOUBLE_EQ(pure, 3 * sp.model.hop(100));
+  sp.machine.bcast_us = 7;
+  EXPECT_DOUBLE_EQ(last(sp), pure + 3 * 7);
+}
+
 TEST(MachineSim, ReceivingOccupiesTheRank) {
   // A chain of 2 fragments through rank 1: in pure LogGP rank 1 forwards fragment 0 while
   // receiving fragment 1 for free; a rank that is one thread takes o for each receive first.
