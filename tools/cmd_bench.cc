@@ -7,11 +7,16 @@
 //    subtracted. Every rank is the target in turn; medians are reported.
 //  - max-over-ranks: a barrier, then each rank's own time to completion; the
 //    maximum over ranks per iteration (what common benchmarks report).
-// --rounds N spreads each cell's iterations over N passes of the whole sweep.
+// --rounds N spreads each cell's iterations over N passes of the whole sweep; --fixed-cost
+// adds a row `fixed_cost` timed between the rounds (the simulator's engine.bcast_us).
 // --loggp instead measures the LogGP parameters of the UCX channel (tools/loggp_measure.h).
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <random>
 #include <thread>
+
+#include <unistd.h>
 
 #include "core/runtime/env.h"
 #include "core/runtime/group.h"
@@ -22,6 +27,8 @@
 #include "tools/commands.h"
 #include "tools/loggp_measure.h"
 #include "transports/bootstrap/bootstrap_select.h"
+#include "transports/bootstrap/tcp_bootstrap.h"
+#include "transports/bootstrap/tcp_endpoints.h"
 #include "transports/factory.h"
 #include "transports/ucx/ucx_channel.h"
 
@@ -69,6 +76,47 @@ Status per_node(Bootstrap& boot, Group& g, Pinger& pinger, const BenchPlan& plan
     }
   }
   return Status::ok();
+}
+
+/// Ranks 0 and 1 of `boot` as a job of their own (a TCP star through rank 0, its endpoints and
+/// a random job token passed over `boot`); null on the other ranks, which must call this too.
+Result<std::unique_ptr<Bootstrap>> pair_bootstrap(Bootstrap& boot) {
+  constexpr std::size_t kWidth = 1024;
+  std::vector<std::byte> mine(kWidth), all(kWidth * boot.size());
+  tcp::Options opt;
+  opt.rank = boot.rank();
+  opt.size = 2;
+  std::string published;
+  if (boot.rank() == 0) {
+    auto listener = tcp::listen_anywhere(2);
+    if (!listener) return listener.status();
+    opt.listen_fd = listener->fd;
+    std::random_device rd;
+    char token[40];
+    std::snprintf(token, sizeof token, "%08x%08x%08x", rd(), rd(), rd());
+    published = std::string(token) + " " + listener->endpoints;
+    if (published.size() >= kWidth) {
+      ::close(opt.listen_fd);
+      return make_error(Errc::kInvalidArgument, "bench: rank 0's endpoints are too long");
+    }
+    std::memcpy(mine.data(), published.data(), published.size());
+  }
+  if (Status st = boot.allgather(mine, all); !st) {
+    if (opt.listen_fd >= 0) ::close(opt.listen_fd);
+    return st;
+  }
+  if (boot.rank() > 1) return std::unique_ptr<Bootstrap>();
+  if (boot.rank() == 1) {
+    published.assign(reinterpret_cast<const char*>(all.data()),
+                     ::strnlen(reinterpret_cast<const char*>(all.data()), kWidth));
+  }
+  const std::size_t space = published.find(' ');
+  opt.job = published.substr(0, space);
+  opt.root = tcp::order_endpoints(published.substr(space + 1), false);
+  opt.timeout = std::chrono::seconds(60);
+  auto pair = tcp::Bootstrap::create(opt);
+  if (!pair) return pair.status();
+  return std::unique_ptr<Bootstrap>(std::move(*pair));
 }
 
 /// On the root after the last round: the per-node median of each target with
@@ -157,6 +205,34 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   const std::size_t na = plan.algorithms.size(), ns = plan.sizes.size();
   std::vector<CellSamples> cells(na * ns, CellSamples(boot.size()));
   std::vector<std::unique_ptr<Group>> groups(na);
+  // --fixed-cost: after each round, ranks 0 and 1 alone (a group of two, the others asleep
+  // in a barrier) time a 1-byte broadcast from 0 at 1: one hop and the broadcast's fixed
+  // cost, what `--calibrate` times as t1, in the minutes the sweep ran in. Timed inside the
+  // whole group it is not that: at 8 ranks on 2 cores rank 1 waits for cores the other
+  // children's wake-ups take (167-219 us against 45 alone).
+  const bool fixed_cost = option(args, "fixed-cost", "") == "1" && boot.size() >= 2;
+  std::unique_ptr<Bootstrap> pair;
+  std::unique_ptr<Transport> pair_transport;
+  std::unique_ptr<Group> linear;
+  std::vector<double> t1_samples;
+  uint32_t t1_impossible = 0;
+  BenchPlan pair_plan = plan;
+  pair_plan.root = 0;
+  if (fixed_cost) {
+    auto made = pair_bootstrap(boot);
+    if (!made) return made.status();
+    pair = std::move(*made);
+  }
+  if (pair) {
+    auto t = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), *pair);
+    if (!t) return t.status();
+    pair_transport = std::move(*t);
+    EngineConfig cfg = args.engine.value();
+    cfg.algorithm = Algorithm::kLinear;
+    auto group = create_group(*pair_transport, *pair, cfg);
+    if (!group) return group.status();
+    linear = std::move(*group);
+  }
   for (uint32_t round = 0; round < plan.rounds; ++round) {
     const uint32_t iterations = round_iterations(plan, round);
     const bool last = round + 1 == plan.rounds;
@@ -188,6 +264,26 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
         if (last && boot.rank() == 0) print_cell(algo, size, boot.size(), plan, cell);
       }
       if (last) groups[a].reset();
+    }
+    if (!fixed_cost) continue;
+    if (linear) {
+      std::vector<std::byte> one(1, std::byte{0x5a});
+      auto idle = [&] { (void)linear->impl().progress(false, Nanos(0)); };
+      IBBCAST_RETURN_IF_ERROR(per_node(*pair, *linear, pinger, pair_plan,
+                                       round_iterations(plan, round), 1, one, idle, &t1_samples,
+                                       &t1_impossible));
+    }
+    IBBCAST_RETURN_IF_ERROR(boot.barrier());
+  }
+  if (linear && boot.rank() == 0) {
+    if (t1_samples.size() * 2 > plan.iterations) {
+      std::printf("fixed_cost,1,%u,0,per_node,1,%.1f,\n", boot.size(), median(t1_samples));
+      std::fflush(stdout);
+    } else {
+      std::fprintf(stderr,
+                   "ibbcast bench: fixed cost: %u of %u samples came back sooner than half a "
+                   "round trip; not reported\n",
+                   t1_impossible, plan.iterations);
     }
   }
   return Status::ok();
