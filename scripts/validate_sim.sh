@@ -5,10 +5,12 @@
 # with `ibbcast bench` (per-node method, thesis 4.2.1) on the namespace fabric unshaped and with
 # every link shaped, predict each cell with `ibbcast sim --params FILE`, and write
 #   OUT/params-DATE-rN.txt         the parameter file of N ranks (unshaped; the shaped runs add
-#                                  link.mbit): the mean of two calibrations, before and after
-#                                  the N-rank sweep on the same fabric; its engine.bcast_us
-#                                  is replaced, per shape, by the fixed cost timed between
-#                                  the sweep's rounds (bench --fixed-cost; below)
+#                                  link.mbit): each value's median over the calibrations of
+#                                  ranks 0 and 1 on the N-rank fabric before the sweep,
+#                                  between the unshaped sweep's rounds (bench
+#                                  --calibrate-rounds) and after it; for the shaped sweep
+#                                  engine.bcast_us is the fixed cost timed between its rounds
+#                                  (bench --fixed-cost; below)
 #   OUT/validate-bench-DATE.csv    the bench rows, with the link shape
 #   OUT/validate-sim-DATE.csv      measured against predicted, one row per cell
 #   OUT/validate-sim-DATE.svg      predicted against measured
@@ -29,9 +31,11 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 
 if [[ ${1-} == --inside ]]; then
   # One fabric of $2 ranks: (when $4 is not '-') a calibration on its first two hosts into
-  # $4.before, the bench rows per shape, each prefixed by the shape, and a calibration into
-  # $4.after. The machine's speed moves by a third within the hour (runs 28e/28f): the two
-  # calibrations price the sweep they bracket, not one made minutes before on a quieter machine.
+  # $4.before, the bench rows per shape, each prefixed by the shape, with a calibration after
+  # each round of the unshaped sweep into $4.round.K, and a calibration into $4.after. The
+  # machine's speed moves by a third within the hour (runs 28e/28f) and a single calibration
+  # can be far off (2026-11-29e: the UCX channel's o 12.4 us in one, 3.1-6.7 in the others):
+  # the median of seven made through the sweep prices it.
   n=$2 bin=$3 calibrate=$4
   F=$IBBCAST_NETNS_FABRIC P=$IBBCAST_NETNS_PREFIX
   "$F" mtu "$P" "$MTU"
@@ -53,9 +57,16 @@ if [[ ${1-} == --inside ]]; then
   for shape in $shapes; do
     "$F" shape "$P" "$shape"
     sizes=$SIZES
+    # Unshaped, ranks 0 and 1 calibrate between the rounds too; on shaped links only the
+    # fixed cost is timed there (the calibration's LogGP and stream would be the link's).
+    between=(--fixed-cost)
+    if [[ $shape == off && $calibrate != - ]]; then
+      between=(--calibrate-rounds "$calibrate.round" --fragment-ns "${FRAGMENT_NS:-0}"
+        ${BYTE_NS:+--byte-ns "$BYTE_NS"})
+    fi
     [[ $shape != off ]] && sizes=$SHAPED_SIZES
     run "$n" --algorithms "$ALGORITHMS" --sizes "$sizes" --iterations "$ITERATIONS" \
-      --warmup "$WARMUP" --rounds "$ROUNDS" --fixed-cost | awk -v s="$shape" -F, '$1 != "algorithm" { print s "," $0 }'
+      --warmup "$WARMUP" --rounds "$ROUNDS" "${between[@]}" | awk -v s="$shape" -F, '$1 != "algorithm" { print s "," $0 }'
   done
   calibrate after
   exit 0
@@ -94,29 +105,33 @@ print("%.1f %.5f" % (max(v[256] - 256 * b, 0), max(b, 0)))')
 fi
 
 # The parameter file of n ranks: PARAMS with %n replaced (one file for every rank count when
-# it has no %n), else the mean of the calibrations before and after that rank count's sweep.
+# it has no %n), else each value's median over the calibrations of that rank count: before
+# its sweep, between the unshaped sweep's rounds (one per round) and after.
 params_of() { local p=${PARAMS:-$out/params-$day-r%n.txt}; echo "${p//%n/$1}"; }
-average_params() {
+median_params() {  # OUT CALIBRATION...
   python3 - "$@" <<'PY'
-import sys
-before, after, out = sys.argv[1:]
-def read(path):
+import statistics, sys
+out, paths = sys.argv[1], sys.argv[2:]
+files = []
+for path in paths:
     lines = open(path).read().splitlines()
-    return lines, {l.split(" = ")[0]: l.split(" = ")[1] for l in lines if " = " in l}
-lb, vb = read(before)
-la, va = read(after)
+    files.append((lines, {l.split(" = ")[0]: l.split(" = ")[1] for l in lines if " = " in l}))
+first_lines, first = files[0]
 with open(out, "w") as f:
-    for l in lb:
+    for l in first_lines:
         if l.startswith("#"):
             f.write(l + "\n")
-    f.write("# after the sweep: " + "; ".join(l[2:] for l in la if l.startswith("# ping")) + "\n")
-    f.write("# values: the mean of the calibrations before and after the sweep\n")
-    for l in lb:
+    for lines, _ in files[1:]:
+        f.write("# then: " + "; ".join(l[2:] for l in lines if l.startswith("# ping")) + "\n")
+    f.write("# values: the median of %d calibrations, before, between the rounds of and after "
+            "the sweep\n" % len(files))
+    for l in first_lines:
         if " = " not in l:
             continue
         k = l.split(" = ")[0]
-        # What both calibrations agree on (sizes, core counts) is kept as written.
-        v = vb[k] if vb[k] == va.get(k, vb[k]) else "%.6g" % ((float(vb[k]) + float(va[k])) / 2)
+        vs = [v[k] for _, v in files if k in v]
+        # What every calibration agrees on (sizes, core counts) is kept as written.
+        v = vs[0] if len(set(vs)) == 1 else "%.6g" % statistics.median(float(x) for x in vs)
         f.write("%s = %s\n" % (k, v))
 PY
 }
@@ -129,7 +144,7 @@ for n in "${ranks_measured[@]}"; do
   [[ -z ${PARAMS-} ]] && cal=$tmp/cal_$n
   "$repo/tests/support/netns_run.sh" - "$n" -- "$0" --inside "$n" "$bin" "$cal" >"$tmp/bench_$n.csv"
   cat "$tmp/bench_$n.csv" >>"$tmp/bench.csv"
-  [[ $cal == - ]] || average_params "$cal.before" "$cal.after" "$(params_of "$n")"
+  [[ $cal == - ]] || median_params "$(params_of "$n")" "$cal.before" "$cal".round.* "$cal.after"
 done
 for n in "${ranks[@]}"; do
   [[ -s $(params_of "$n") ]] || { echo "validate_sim: no parameter file $(params_of "$n")" >&2; exit 1; }
@@ -142,14 +157,13 @@ if [[ -z ${BENCH-} ]]; then
   } >"$bench"
 fi
 
-# The fixed cost a broadcast pays per rank (engine.bcast_us): the 1-byte linear broadcast
-# timed at the root's first child between the sweep's rounds (bench --fixed-cost), less the
+# The shaped sweep's fixed cost per broadcast and rank (engine.bcast_us): the 1-byte linear
+# broadcast of ranks 0 and 1 alone, timed between its rounds (bench --fixed-cost), less the
 # hop the simulator charges besides (reliable.hop(1) and the engine's work on one fragment,
-# as `bench --calibrate` subtracts from its own timing). The calibrations time it minutes
-# before and after the sweep, and the machine moves by a third within the hour. A bench file
-# without those rows (runs before 2026-11-29e) keeps the calibrations' figure: the sweep's
-# own linear 1-byte cell is no substitute, its first child shares the cores with the others
-# (8 ranks: 167-219 us against 45 for two ranks alone).
+# as `bench --calibrate` subtracts from its own timing); the unshaped sweep's is in its
+# calibrations. A bench file without those rows (runs before 2026-11-29f) keeps the
+# calibrations' figure: the sweep's own linear 1-byte cell is no substitute, its first child
+# shares the cores with the others (8 ranks: 167-219 us against 45 for two ranks alone).
 with_fixed_cost() {  # PARAMS_IN SHAPE RANKS PARAMS_OUT
   python3 - "$bench" "$@" <<'PY'
 import csv, sys

@@ -253,12 +253,12 @@ Status large_broadcasts(Group& g, Bootstrap& boot, double* send_us, double* recv
 
 }  // namespace
 
-Status run_calibrate(const Args& args, Bootstrap& boot) {
+Status measure_machine(const Args& args, Bootstrap& boot, std::string* text, bool print) {
   if (boot.size() < 2) return make_error(Errc::kInvalidArgument, "calibrate: needs 2 ranks");
   auto link = parse_size(option(args, "link-mbit", "0"));
   IBBCAST_RETURN_IF_ERROR(link.status());
   ModelParams p;
-  IBBCAST_RETURN_IF_ERROR(run_loggp(args, boot, &p.reliable));
+  IBBCAST_RETURN_IF_ERROR(run_loggp(args, boot, &p.reliable, print));
 
   auto transport = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), boot);
   if (!transport) return transport.status();
@@ -288,7 +288,7 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
   for (uint64_t m : {uint64_t{1}, uint64_t{1024}, uint64_t{max_dgram / 2}, uint64_t{max_dgram}}) {
     McastProbe::Point pt;
     IBBCAST_RETURN_IF_ERROR(probe.measure(m, rtt, &pt));
-    if (boot.rank() == 0) {
+    if (boot.rank() == 0 && print) {
       std::printf(
           "# multicast %llu B: one way %.2f us, gap %.3f us, send %.3f us, receive %.3f us\n",
           static_cast<unsigned long long>(m), pt.one_way, pt.gap, pt.o_s, pt.o_r);
@@ -375,13 +375,25 @@ Status run_calibrate(const Args& args, Bootstrap& boot) {
                 "link.mbit given, not measured; engine.fragment_us and byte_us from engine_bench",
                 boot.size(), (*transport)->capabilities().name.c_str(), rtt, t1, t1_first,
                 t1_second, fitted_G, stream);
-  const std::string text = format_model_params(p, comment);
+  *text = format_model_params(p, comment);
+  return Status::ok();
+}
+
+Status write_params(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f) return make_error(Errc::kInvalidArgument, "calibrate: cannot write " + path);
+  return Status::ok();
+}
+
+Status run_calibrate(const Args& args, Bootstrap& boot) {
+  std::string text;
+  IBBCAST_RETURN_IF_ERROR(measure_machine(args, boot, &text, true));
+  if (boot.rank() != 0) return Status::ok();
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (const std::string out = option(args, "params-out", ""); !out.empty()) {
-    std::ofstream f(out);
-    f << text;
-    if (!f) return make_error(Errc::kInvalidArgument, "calibrate: cannot write " + out);
+    return write_params(out, text);
   }
   return Status::ok();
 }

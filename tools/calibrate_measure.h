@@ -15,12 +15,23 @@
 // The engine's work per fragment and per byte come from engine_bench (scripts/validate_sim.sh
 // puts them in with --fragment-ns and --byte-ns).
 
+#include <string>
+
 #include "core/runtime/transport.h"
 #include "tools/cli.h"
 
 namespace ibbcast::tool {
 
-/// Collective over every rank of `boot` (ranks 2.. only take part in the barriers).
+/// Collective over every rank of `boot` (ranks 2.. only take part in the barriers): prints
+/// the parameter file on rank 0 and writes it to --params-out.
 Status run_calibrate(const Args& args, Bootstrap& boot);
+
+/// The same measurement: the parameter file's text in *text on rank 0; with `print` the
+/// LogGP and multicast tables on stdout as it goes (`bench --calibrate-rounds` runs it
+/// between the rounds of a sweep, without).
+Status measure_machine(const Args& args, Bootstrap& boot, std::string* text, bool print);
+
+/// Writes a parameter file; kInvalidArgument naming the path when it cannot.
+Status write_params(const std::string& path, const std::string& text);
 
 }  // namespace ibbcast::tool

@@ -8,7 +8,8 @@
 //  - max-over-ranks: a barrier, then each rank's own time to completion; the
 //    maximum over ranks per iteration (what common benchmarks report).
 // --rounds N spreads each cell's iterations over N passes of the whole sweep; --fixed-cost
-// adds a row `fixed_cost` timed between the rounds (the simulator's engine.bcast_us).
+// adds a row `fixed_cost` timed between the rounds (the simulator's engine.bcast_us), and
+// --calibrate-rounds PREFIX a parameter file per round (`--calibrate` between the rounds).
 // --loggp instead measures the LogGP parameters of the UCX channel (tools/loggp_measure.h).
 #include <algorithm>
 #include <cstdio>
@@ -210,7 +211,11 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   // cost, what `--calibrate` times as t1, in the minutes the sweep ran in. Timed inside the
   // whole group it is not that: at 8 ranks on 2 cores rank 1 waits for cores the other
   // children's wake-ups take (167-219 us against 45 alone).
+  // --calibrate-rounds PREFIX: after each round the same pair runs `--calibrate`'s whole
+  // measurement, and rank 0 writes PREFIX.ROUND, so that the sweep is priced with the
+  // parameters of its own minutes (scripts/validate_sim.sh takes their median).
   const bool fixed_cost = option(args, "fixed-cost", "") == "1" && boot.size() >= 2;
+  const std::string calibrate_prefix = boot.size() >= 2 ? option(args, "calibrate-rounds", "") : "";
   std::unique_ptr<Bootstrap> pair;
   std::unique_ptr<Transport> pair_transport;
   std::unique_ptr<Group> linear;
@@ -218,12 +223,12 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   uint32_t t1_impossible = 0;
   BenchPlan pair_plan = plan;
   pair_plan.root = 0;
-  if (fixed_cost) {
+  if (fixed_cost || !calibrate_prefix.empty()) {
     auto made = pair_bootstrap(boot);
     if (!made) return made.status();
     pair = std::move(*made);
   }
-  if (pair) {
+  if (pair && fixed_cost) {
     auto t = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), *pair);
     if (!t) return t.status();
     pair_transport = std::move(*t);
@@ -265,13 +270,20 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
       }
       if (last) groups[a].reset();
     }
-    if (!fixed_cost) continue;
+    if (!fixed_cost && calibrate_prefix.empty()) continue;
     if (linear) {
       std::vector<std::byte> one(1, std::byte{0x5a});
       auto idle = [&] { (void)linear->impl().progress(false, Nanos(0)); };
       IBBCAST_RETURN_IF_ERROR(per_node(*pair, *linear, pinger, pair_plan,
                                        round_iterations(plan, round), 1, one, idle, &t1_samples,
                                        &t1_impossible));
+    }
+    if (pair && !calibrate_prefix.empty()) {
+      std::string text;
+      IBBCAST_RETURN_IF_ERROR(measure_machine(args, *pair, &text, false));
+      if (pair->rank() == 0) {
+        IBBCAST_RETURN_IF_ERROR(write_params(calibrate_prefix + "." + std::to_string(round), text));
+      }
     }
     IBBCAST_RETURN_IF_ERROR(boot.barrier());
   }

@@ -195,7 +195,7 @@ Status measure_prtt(Bootstrap& boot, P2pChannel& ch, const LoggpPlan& plan,
   return Status::ok();
 }
 
-Status run_loggp(const Args& args, Bootstrap& boot, LogGP* agreed) {
+Status run_loggp(const Args& args, Bootstrap& boot, LogGP* agreed, bool print) {
   LoggpPlan plan;
   IBBCAST_RETURN_IF_ERROR(read_loggp_plan(args, plan));
   auto ch = ucx::Channel::create(boot, {});
@@ -205,12 +205,14 @@ Status run_loggp(const Args& args, Bootstrap& boot, LogGP* agreed) {
   double mine[4] = {0, 0, 0, 0};
   Status fit_status = Status::ok();
   if (boot.rank() == 0) {
-    std::printf("size,n,d_us,prtt1_us,prtt_n_us,prtt_nd_us,gap_us,o_s_us,o_r_us\n");
-    for (const PrttPoint& p : points) {
-      const double per = p.n - 1;
-      std::printf("%llu,%u,%.2f,%.2f,%.2f,%.2f,%.3f,%.3f,%.3f\n",
-                  static_cast<unsigned long long>(p.m), p.n, p.d, p.prtt1, p.prtt_n, p.prtt_nd,
-                  (p.prtt_n - p.prtt1) / per, (p.prtt_nd - p.prtt1) / per - p.d, p.o_r);
+    if (print) {
+      std::printf("size,n,d_us,prtt1_us,prtt_n_us,prtt_nd_us,gap_us,o_s_us,o_r_us\n");
+      for (const PrttPoint& p : points) {
+        const double per = p.n - 1;
+        std::printf("%llu,%u,%.2f,%.2f,%.2f,%.2f,%.3f,%.3f,%.3f\n",
+                    static_cast<unsigned long long>(p.m), p.n, p.d, p.prtt1, p.prtt_n, p.prtt_nd,
+                    (p.prtt_n - p.prtt1) / per, (p.prtt_nd - p.prtt1) / per - p.d, p.o_r);
+      }
     }
     auto fit = fit_loggp(points);
     if (fit) {
@@ -218,8 +220,10 @@ Status run_loggp(const Args& args, Bootstrap& boot, LogGP* agreed) {
           *fit, "ibbcast bench --loggp: UCX reliable channel, rank 0 -> 1, " +
                     std::to_string(boot.size()) + " ranks" +
                     (fit->floored ? " (floored, see core/model/loggp_fit.h)" : ""));
-      std::fputs(text.c_str(), stdout);
-      std::fflush(stdout);
+      if (print) {
+        std::fputs(text.c_str(), stdout);
+        std::fflush(stdout);
+      }
       const std::string out = option(args, "loggp-out", "");
       if (!out.empty()) {
         std::ofstream f(out);

@@ -35,7 +35,8 @@ Status measure_prtt(Bootstrap& boot, P2pChannel& ch, const LoggpPlan& plan,
                     std::vector<PrttPoint>* points);
 
 /// The whole `bench --loggp` on one rank: plan from `args`, a UCX channel, the measurement,
-/// the fit, rank 0's fit on every rank (`agreed`, if not null), output on rank 0.
-Status run_loggp(const Args& args, Bootstrap& boot, LogGP* agreed);
+/// the fit, rank 0's fit on every rank (`agreed`, if not null), output on rank 0 (the round
+/// trips and the fit on stdout with `print`; --loggp-out always).
+Status run_loggp(const Args& args, Bootstrap& boot, LogGP* agreed, bool print = true);
 
 }  // namespace ibbcast::tool
