@@ -542,12 +542,11 @@ class Sim {
     const double engine_bytes =
         !from_multicast && mc.recv_cpu_us_per_byte > 0 ? 0 : static_cast<double>(m);
     double d = o + mc.fragment_us * count + engine_bytes * mc.byte_us;
-    // A rank asleep in the broadcast pays its fixed cost (the wake-up, the loop's syscalls)
-    // before it can take, and so forward, its first message: each hop of a chain costs one,
-    // as measured (8 ranks, 1 B: seven hops of about one 2-rank broadcast each).
+    // A rank asleep in the broadcast pays its wake-up's share of the fixed cost before it can
+    // take, and so forward, its first message: each hop of a chain pays it.
     if (!woken_[r]) {
       woken_[r] = 1;
-      d += mc.bcast_us;
+      d += mc.bcast_us * mc.bcast_wake_share;
     }
     join_batch(r, t, d);
     return work(r, t, d) + d;
@@ -577,8 +576,13 @@ class Sim {
   }
 
   /// Rank r, which owns every fragment, has nothing more to hand on from t: it returns once
-  /// its thread is through (its fixed cost was paid with its first message, take()).
-  void finish_rank(uint32_t r, double t) { done_[r] = std::max(t, port_[r]); }
+  /// its thread is through and it has paid the rest of its fixed cost (the share of its
+  /// wake-up went with its first message, take()) on a core.
+  void finish_rank(uint32_t r, double t) {
+    const double ready = std::max(t, port_[r]);
+    const double b = sp_.machine.bcast_us * (1 - sp_.machine.bcast_wake_share);
+    done_[r] = b > 0 ? work(r, ready, b) + b : ready;
+  }
 
   void handle(const Event& e) {
     switch (e.kind) {
@@ -700,7 +704,7 @@ class Sim {
   static constexpr uint32_t kBatch = 32;  // the engine's poll: recvmmsg and UCX events
   static constexpr int kMaxEarlySends = 64;
   std::vector<uint8_t> done_pending_;  // owns every fragment, forwards still queued
-  std::vector<uint8_t> woken_;         // has paid its fixed cost (its first message)
+  std::vector<uint8_t> woken_;         // has paid its wake-up (its first message)
   std::vector<double> sending_;        // when each rank's last send leaves its thread
   uint32_t run_k_ = 1;
   std::vector<std::vector<uint32_t>> runs_of_;

@@ -17,9 +17,9 @@
 // then the next batch. Every piece of work also takes one of the machine's cores (cores > 0;
 // first fit), where a send holds the core for o and the bytes but the thread for the gap
 // g; messages queue on their sender's uplink and each receiver's downlink (link_mbit > 0),
-// multicast datagrams cost MulticastCost; a rank pays bcast_us before it takes its first
-// message (it sleeps in the broadcast until then) and returns once it owns the message and
-// has handed its last forward to the channel.
+// multicast datagrams cost MulticastCost; a rank pays the share bcast_wake_share of bcast_us
+// before it takes its first message (it sleeps in the broadcast until then) and the rest
+// once it owns the message and has handed its last forward to the channel, then returns.
 
 #include <cstdint>
 #include <vector>

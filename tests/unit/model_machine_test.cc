@@ -35,14 +35,18 @@ TEST(MachineSim, FixedCostAddsToEveryRank) {
   EXPECT_DOUBLE_EQ(pure, 2 * sp.model.gap(100) + sp.model.hop(100));
 }
 
-TEST(MachineSim, FixedCostIsPaidAtEveryHop) {
+TEST(MachineSim, FixedCostsWakeUpIsPaidAtEveryHop) {
   // A rank sleeps in the broadcast until its first message: in a chain each of the three hops
-  // waits for that wake-up before it can forward (paid once at the return, the chain cost one).
+  // waits for its wake-up before it can forward; its return costs only the last rank's time.
   SimParams sp = base(Algorithm::kChain, 4, 100);
   const double pure = last(sp);
   EXPECT_DOUBLE_EQ(pure, 3 * sp.model.hop(100));
-  sp.machine.bcast_us = 7;
-  EXPECT_DOUBLE_EQ(last(sp), pure + 3 * 7);
+  sp.machine.bcast_us = 8;
+  EXPECT_DOUBLE_EQ(last(sp), pure + 8);  // all at the return (the default share, 0)
+  sp.machine.bcast_wake_share = 1;
+  EXPECT_DOUBLE_EQ(last(sp), pure + 3 * 8);
+  sp.machine.bcast_wake_share = 0.25;
+  EXPECT_DOUBLE_EQ(last(sp), pure + 3 * 2 + 6);
 }
 
 TEST(MachineSim, ReceivingOccupiesTheRank) {
@@ -262,6 +266,7 @@ TEST(MachineParams, RoundTrip) {
   p.reliable = LogGP{1.5, 4.25, 7, 0.0007};
   p.machine.multicast = MulticastCost{3.5, 1.25, 2, 0.0004, 0.00009};
   p.machine.bcast_us = 11;
+  p.machine.bcast_wake_share = 0.75;
   p.machine.fragment_us = 0.042;
   p.machine.run_bytes = 262144;
   p.machine.run_min_bytes = 32768;
@@ -281,6 +286,7 @@ TEST(MachineParams, RoundTrip) {
   EXPECT_DOUBLE_EQ(q->machine.multicast.G, 0.0004);
   EXPECT_DOUBLE_EQ(q->machine.multicast.G_r, 0.00009);
   EXPECT_DOUBLE_EQ(q->machine.bcast_us, 11);
+  EXPECT_DOUBLE_EQ(q->machine.bcast_wake_share, 0.75);
   EXPECT_DOUBLE_EQ(q->machine.fragment_us, 0.042);
   EXPECT_DOUBLE_EQ(q->machine.run_bytes, 262144);
   EXPECT_DOUBLE_EQ(q->machine.run_min_bytes, 32768);
@@ -300,9 +306,10 @@ TEST(MachineParams, MissingKeysKeepDefaults) {
 }
 
 TEST(MachineParams, ErrorsNameTheLine) {
-  for (const char* bad : {"reliable.L_us = -1\n", "# ok\nnot a pair\n", "engine.speed = 3\n",
-                          "cpu.cores = 1.5\n", "link.mbit = fast\n", "reliable.o_us =\n",
-                          "link.previous_broadcasts = 1.5\n", "link.previous_broadcasts = 9\n"}) {
+  for (const char* bad :
+       {"reliable.L_us = -1\n", "# ok\nnot a pair\n", "engine.speed = 3\n", "cpu.cores = 1.5\n",
+        "link.mbit = fast\n", "reliable.o_us =\n", "link.previous_broadcasts = 1.5\n",
+        "link.previous_broadcasts = 9\n", "engine.bcast_wake_share = 1.5\n"}) {
     auto q = parse_model_params(bad);
     ASSERT_FALSE(q.is_ok()) << bad;
     EXPECT_EQ(q.status().code(), Errc::kInvalidArgument);
