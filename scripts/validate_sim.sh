@@ -8,9 +8,7 @@
 #                                  link.mbit): each value's median over the calibrations of
 #                                  ranks 0 and 1 on the N-rank fabric before the sweep,
 #                                  between the unshaped sweep's rounds (bench
-#                                  --calibrate-rounds) and after it; for the shaped sweep
-#                                  engine.bcast_us is the fixed cost timed between its rounds
-#                                  (bench --fixed-cost; below)
+#                                  --calibrate-rounds) and after it
 #   OUT/validate-bench-DATE.csv    the bench rows, with the link shape
 #   OUT/validate-sim-DATE.csv      measured against predicted, one row per cell
 #   OUT/validate-sim-DATE.svg      predicted against measured
@@ -57,9 +55,9 @@ if [[ ${1-} == --inside ]]; then
   for shape in $shapes; do
     "$F" shape "$P" "$shape"
     sizes=$SIZES
-    # Unshaped, ranks 0 and 1 calibrate between the rounds too; on shaped links only the
-    # fixed cost is timed there (the calibration's LogGP and stream would be the link's).
-    between=(--fixed-cost)
+    # Unshaped, ranks 0 and 1 calibrate between the rounds too (on shaped links the LogGP
+    # and the stream would be the link's).
+    between=()
     if [[ $shape == off && $calibrate != - ]]; then
       between=(--calibrate-rounds "$calibrate.round" --fragment-ns "${FRAGMENT_NS:-0}"
         ${BYTE_NS:+--byte-ns "$BYTE_NS"})
@@ -116,7 +114,7 @@ files = []
 for path in paths:
     lines = open(path).read().splitlines()
     files.append((lines, {l.split(" = ")[0]: l.split(" = ")[1] for l in lines if " = " in l}))
-first_lines, first = files[0]
+first_lines = files[0][0]
 with open(out, "w") as f:
     for l in first_lines:
         if l.startswith("#"):
@@ -157,39 +155,6 @@ if [[ -z ${BENCH-} ]]; then
   } >"$bench"
 fi
 
-# The shaped sweep's fixed cost per broadcast and rank (engine.bcast_us): the 1-byte linear
-# broadcast of ranks 0 and 1 alone, timed between its rounds (bench --fixed-cost), less the
-# hop the simulator charges besides (reliable.hop(1) and the engine's work on one fragment,
-# as `bench --calibrate` subtracts from its own timing); the unshaped sweep's is in its
-# calibrations. A bench file without those rows (runs before 2026-11-29f) keeps the
-# calibrations' figure: the sweep's own linear 1-byte cell is no substitute, its first child
-# shares the cores with the others (8 ranks: 167-219 us against 45 for two ranks alone).
-with_fixed_cost() {  # PARAMS_IN SHAPE RANKS PARAMS_OUT
-  python3 - "$bench" "$@" <<'PY'
-import csv, sys
-bench, params_in, shape, ranks, params_out = sys.argv[1:]
-t1 = None
-for r in csv.DictReader(open(bench)):
-    if (r["shape"], r["ranks"], r["algorithm"], r["method"]) == (shape, ranks, "fixed_cost",
-                                                                  "per_node"):
-        t1 = float(r["median_us"])
-lines = open(params_in).read().splitlines()
-v = {l.split(" = ")[0]: float(l.split(" = ")[1]) for l in lines if " = " in l}
-hop = 2 * v["reliable.o_us"] + v["reliable.L_us"] + v["engine.fragment_us"] + v["engine.byte_us"]
-with open(params_out, "w") as f:
-    for l in lines:
-        if t1 is not None and l.startswith("engine.bcast_us = "):
-            b = max(t1 - hop, 0.0)
-            f.write("# engine.bcast_us: the fixed cost timed within the sweep, %.1f us, less "
-                    "a hop, %.2f us (the calibrations: %s)\n" % (t1, hop, l.split(" = ")[1]))
-            l = "engine.bcast_us = %.6g" % b
-        f.write(l + "\n")
-print("validate_sim: %s ranks, %s: fixed cost %s" % (
-    ranks, shape, "%.1f us within the sweep" % t1 if t1 is not None else "from the calibrations"),
-    file=sys.stderr)
-PY
-}
-
 # The predictions: per rank count (its own parameter file), shape and size, every algorithm.
 # The shaped links: tests/support/netns_fabric.sh's tbf (a 32 KiB bucket), which idles about
 # the root's 200 us wait of the per-node method before each broadcast; the broadcasts follow
@@ -200,16 +165,12 @@ PY
 echo "shape,ranks,multicast,crossover_nodes,crossover_size,multicast_max_size,scatter_size,fibo_s,fibo_r,size,auto_default,auto_loggp,auto_model" >"$tmp/auto.csv"
 for n in "${ranks[@]}"; do
   shaped=$tmp/params-shaped-$n.txt
-  sed -e "s/^link.mbit = .*/link.mbit = $RATE/" "$(params_of "$n")" >"$shaped.in"
-  printf 'link.burst_bytes = 32768\nlink.idle_us = 200\nlink.previous_broadcasts = 2\n' >>"$shaped.in"
-  with_fixed_cost "$(params_of "$n")" off "$n" "$tmp/params-off-$n.txt"
+  sed -e "s/^link.mbit = .*/link.mbit = $RATE/" "$(params_of "$n")" >"$shaped"
+  printf 'link.burst_bytes = 32768\nlink.idle_us = 200\nlink.previous_broadcasts = 2\n' >>"$shaped"
   for shape in off ${RATE}mbit; do
     [[ $RATE == 0 && $shape != off ]] && continue
-    p=$tmp/params-off-$n.txt sizes=$SIZES
-    if [[ $shape != off ]]; then
-      with_fixed_cost "$shaped.in" "$shape" "$n" "$shaped"
-      p=$shaped sizes=$SHAPED_SIZES
-    fi
+    p=$(params_of "$n") sizes=$SIZES
+    [[ $shape != off ]] && p=$shaped sizes=$SHAPED_SIZES
     for s in ${sizes//,/ }; do
       "$bin" sim --ranks "$n" --algorithms "$ALGORITHMS" --size "$s" \
         --fragment-size "$FRAGMENT" --params "$p" |

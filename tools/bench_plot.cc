@@ -53,7 +53,7 @@ Result<std::vector<BenchRow>> parse_bench_csv(std::string_view text) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() || line.starts_with("algorithm,") || line.starts_with("ucx_stream") ||
-        line.starts_with("fixed_cost,") || line.starts_with("#")) {
+        line.starts_with("#")) {
       continue;
     }
     BenchRow row;

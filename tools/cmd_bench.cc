@@ -7,9 +7,8 @@
 //    subtracted. Every rank is the target in turn; medians are reported.
 //  - max-over-ranks: a barrier, then each rank's own time to completion; the
 //    maximum over ranks per iteration (what common benchmarks report).
-// --rounds N spreads each cell's iterations over N passes of the whole sweep; --fixed-cost
-// adds a row `fixed_cost` timed between the rounds (the simulator's engine.bcast_us), and
-// --calibrate-rounds PREFIX a parameter file per round (`--calibrate` between the rounds).
+// --rounds N spreads each cell's iterations over N passes of the whole sweep;
+// --calibrate-rounds PREFIX adds a parameter file per round (`--calibrate` between them).
 // --loggp instead measures the LogGP parameters of the UCX channel (tools/loggp_measure.h).
 #include <algorithm>
 #include <cstdio>
@@ -206,37 +205,18 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   const std::size_t na = plan.algorithms.size(), ns = plan.sizes.size();
   std::vector<CellSamples> cells(na * ns, CellSamples(boot.size()));
   std::vector<std::unique_ptr<Group>> groups(na);
-  // --fixed-cost: after each round, ranks 0 and 1 alone (a group of two, the others asleep
-  // in a barrier) time a 1-byte broadcast from 0 at 1: one hop and the broadcast's fixed
-  // cost, what `--calibrate` times as t1, in the minutes the sweep ran in. Timed inside the
-  // whole group it is not that: at 8 ranks on 2 cores rank 1 waits for cores the other
-  // children's wake-ups take (167-219 us against 45 alone).
-  // --calibrate-rounds PREFIX: after each round the same pair runs `--calibrate`'s whole
-  // measurement, and rank 0 writes PREFIX.ROUND, so that the sweep is priced with the
-  // parameters of its own minutes (scripts/validate_sim.sh takes their median).
-  const bool fixed_cost = option(args, "fixed-cost", "") == "1" && boot.size() >= 2;
+  // --calibrate-rounds PREFIX: after each round, ranks 0 and 1 alone (a job of two, the
+  // others asleep in a barrier) run `--calibrate`'s whole measurement and rank 0 writes
+  // PREFIX.ROUND, so that the sweep is priced with the parameters of its own minutes
+  // (scripts/validate_sim.sh takes their median). Timed inside the whole group the fixed
+  // cost would not be a 2-rank broadcast's: at 8 ranks on 2 cores rank 1 waits for cores the
+  // other children's wake-ups take (167-219 us against 45 alone).
   const std::string calibrate_prefix = boot.size() >= 2 ? option(args, "calibrate-rounds", "") : "";
   std::unique_ptr<Bootstrap> pair;
-  std::unique_ptr<Transport> pair_transport;
-  std::unique_ptr<Group> linear;
-  std::vector<double> t1_samples;
-  uint32_t t1_impossible = 0;
-  BenchPlan pair_plan = plan;
-  pair_plan.root = 0;
-  if (fixed_cost || !calibrate_prefix.empty()) {
+  if (!calibrate_prefix.empty()) {
     auto made = pair_bootstrap(boot);
     if (!made) return made.status();
     pair = std::move(*made);
-  }
-  if (pair && fixed_cost) {
-    auto t = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), *pair);
-    if (!t) return t.status();
-    pair_transport = std::move(*t);
-    EngineConfig cfg = args.engine.value();
-    cfg.algorithm = Algorithm::kLinear;
-    auto group = create_group(*pair_transport, *pair, cfg);
-    if (!group) return group.status();
-    linear = std::move(*group);
   }
   for (uint32_t round = 0; round < plan.rounds; ++round) {
     const uint32_t iterations = round_iterations(plan, round);
@@ -270,15 +250,8 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
       }
       if (last) groups[a].reset();
     }
-    if (!fixed_cost && calibrate_prefix.empty()) continue;
-    if (linear) {
-      std::vector<std::byte> one(1, std::byte{0x5a});
-      auto idle = [&] { (void)linear->impl().progress(false, Nanos(0)); };
-      IBBCAST_RETURN_IF_ERROR(per_node(*pair, *linear, pinger, pair_plan,
-                                       round_iterations(plan, round), 1, one, idle, &t1_samples,
-                                       &t1_impossible));
-    }
-    if (pair && !calibrate_prefix.empty()) {
+    if (calibrate_prefix.empty()) continue;
+    if (pair) {
       std::string text;
       IBBCAST_RETURN_IF_ERROR(measure_machine(args, *pair, &text, false));
       if (pair->rank() == 0) {
@@ -286,17 +259,6 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
       }
     }
     IBBCAST_RETURN_IF_ERROR(boot.barrier());
-  }
-  if (linear && boot.rank() == 0) {
-    if (t1_samples.size() * 2 > plan.iterations) {
-      std::printf("fixed_cost,1,%u,0,per_node,1,%.1f,\n", boot.size(), median(t1_samples));
-      std::fflush(stdout);
-    } else {
-      std::fprintf(stderr,
-                   "ibbcast bench: fixed cost: %u of %u samples came back sooner than half a "
-                   "round trip; not reported\n",
-                   t1_impossible, plan.iterations);
-    }
   }
   return Status::ok();
 }

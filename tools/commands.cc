@@ -55,7 +55,6 @@ constexpr OptionDoc kBenchOptions[] = {
     {"root", "RANK", "the broadcasting rank (0)"},
     {"rounds", "N", "passes over the sweep, each cell's iterations split over them (1)"},
     {"calibrate-rounds", "PREFIX", "also --calibrate between rounds, into PREFIX.ROUND"},
-    {"fixed-cost", "", "also time a broadcast's fixed cost between rounds (row fixed_cost)"},
     {"max-only", "", "only the max-over-ranks method (the per-node method takes p-1 times longer)"},
     {"stream", "", "also one UCX point-to-point stream, rank 0 to 1, per size"},
     {"loggp", "", "measure the UCX channel's LogGP parameters instead"},

@@ -5,9 +5,9 @@
 # machine, the sweep in two rounds: every per-node median it reports is a
 # latency (positive), each target it leaves out is named on stderr, and the
 # max-over-ranks rows are there, once per cell; more rounds than iterations
-# are refused; `--fixed-cost` adds one row, the 1-byte broadcast of ranks 0
-# and 1 alone between the rounds; `--stream` gives the UCX stream's time per
-# size, spinning and asleep. The sweep of 2026-11-22 had 17 negative per-node medians: the
+# are refused; `--calibrate-rounds` has ranks 0 and 1 alone write a parameter
+# file after each round, the CSV untouched; `--stream` gives the UCX stream's
+# time per size, spinning and asleep. The sweep of 2026-11-22 had 17 negative per-node medians: the
 # root read the pong only after its own bcast returned.
 #
 # rounds: several groups alive at once in one process, their broadcast
@@ -27,13 +27,14 @@ fails=0
 fail() { echo "FAIL: $*"; fails=1; }
 
 per_node() {
-  local ranks=6 out rc bad rows left refused
+  local ranks=6 out rc bad rows left refused cal k
+  cal=$(mktemp -d)
   out=$("$here/support/netns_run.sh" - "$ranks" -- timeout 400 mpirun --allow-run-as-root --oversubscribe \
     -np "$ranks" -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 \
     --algorithms two_stage,binomial --sizes 1,4k,64k --iterations 6 --warmup 2 --rounds 2 \
-    --fixed-cost 2>&1)
+    --calibrate-rounds "$cal/p" 2>&1)
   rc=$?
-  echo "$out" | grep -E 'per_node|max_over_ranks|no per-node time|fixed cost'
+  echo "$out" | grep -E 'per_node|max_over_ranks|no per-node time'
   [[ $rc -eq 0 ]] || fail "bench exited $rc: $(tail -5 <<<"$out")"
   bad=$(awk -F, '$5 == "per_node" && !($7 > 0)' <<<"$out")
   [[ -z $bad ]] || fail "per-node medians that are no latency: $bad"
@@ -46,10 +47,17 @@ per_node() {
   # is dead.
   [[ $rows -ge 1 ]] || fail "no per-node cell reported"
   [[ $(grep -c ',max_over_ranks,all,' <<<"$out") -eq 6 ]] || fail "not one max-over-ranks row per cell"
-  # --fixed-cost: ranks 0 and 1 alone, between the rounds: one row, a latency, or named.
-  [[ $(grep -c '^fixed_cost,1,6,0,per_node,1,' <<<"$out") -eq 1 &&
-    $(awk -F, '$1 == "fixed_cost" && $7 > 0' <<<"$out") ]] ||
-    grep -q 'fixed cost: .* not reported' <<<"$out" || fail "--fixed-cost: no row, no reason"
+  # --calibrate-rounds: a parameter file per round, with a fixed cost and the channel's o
+  # measured; the calibration's own tables stay off the CSV.
+  for k in 0 1; do
+    grep -Eq '^engine\.bcast_us = [0-9.e+-]*[1-9]' "$cal/p.$k" &&
+      grep -Eq '^reliable\.o_us = [0-9.e+-]*[1-9]' "$cal/p.$k" &&
+      grep -q '^# ibbcast bench --calibrate: rank 0 -> 1 of 2 ranks' "$cal/p.$k" ||
+      fail "--calibrate-rounds: round $k's file: $(head -c 600 "$cal/p.$k" 2>&1)"
+  done
+  [[ ! -e $cal/p.2 ]] || fail "--calibrate-rounds: a file for a third round of two"
+  ! grep -q '^size,n,d_us\|^# multicast' <<<"$out" || fail "--calibrate-rounds: tables in the CSV"
+  rm -rf "$cal"
   refused=$("$here/support/netns_run.sh" - 2 -- timeout 60 mpirun --allow-run-as-root --oversubscribe \
     -np 2 -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 --algorithms linear --sizes 1 \
     --iterations 2 --rounds 3 2>&1)
