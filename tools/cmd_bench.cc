@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <thread>
 
 #include <unistd.h>
@@ -91,10 +90,7 @@ Result<std::unique_ptr<Bootstrap>> pair_bootstrap(Bootstrap& boot) {
     auto listener = tcp::listen_anywhere(2);
     if (!listener) return listener.status();
     opt.listen_fd = listener->fd;
-    std::random_device rd;
-    char token[40];
-    std::snprintf(token, sizeof token, "%08x%08x%08x", rd(), rd(), rd());
-    published = std::string(token) + " " + listener->endpoints;
+    published = tcp::random_job_token() + " " + listener->endpoints;
     if (published.size() >= kWidth) {
       ::close(opt.listen_fd);
       return make_error(Errc::kInvalidArgument, "bench: rank 0's endpoints are too long");

@@ -7,8 +7,8 @@
 # max-over-ranks rows are there, once per cell; more rounds than iterations
 # are refused; `--calibrate-rounds` has ranks 0 and 1 alone write a parameter
 # file after each round, the CSV untouched; `--stream` gives the UCX stream's
-# time per size, spinning and asleep. The sweep of 2026-11-22 had 17 negative per-node medians: the
-# root read the pong only after its own bcast returned.
+# time per size, spinning and asleep. The sweep of 2026-11-22 had 17 negative
+# per-node medians: the root read the pong only after its own bcast returned.
 #
 # rounds: several groups alive at once in one process, their broadcast
 # buffers freed and their addresses reused: `--rounds 5` keeps a group per

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <random>
 
 #include "transports/bootstrap/pmix_bootstrap.h"
 #include "transports/bootstrap/pmix_util.h"
@@ -18,17 +17,6 @@ namespace {
 // counted, so they share one client): ranks agree on the number because every
 // rank creates them in the same order, and it keeps their PMIx keys apart.
 std::atomic<uint64_t> instances{0};
-
-std::string random_token() {
-  std::random_device rd;  // the kernel's entropy on Linux
-  std::string hex;
-  for (int i = 0; i < 4; ++i) {
-    char word[9];
-    std::snprintf(word, sizeof word, "%08x", static_cast<unsigned>(rd()));
-    hex += word;
-  }
-  return hex;
-}
 
 std::string host_name() {
   char buf[256] = {};
@@ -98,7 +86,7 @@ Status Bootstrap::wire_up() {
     // root's host, and the host's own addresses otherwise.
     // A random job token, known only to the job's members through PMIx:
     // a stranger who guessed the namespace cannot take a rank's place.
-    opt.job = random_token();
+    opt.job = tcp::random_job_token();
     const std::string value = host_name() + " " + opt.job + " " + listener->endpoints;
     pmix_value_t val{};
     val.type = PMIX_STRING;

@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <random>
 #include <vector>
 
 #include "transports/bootstrap/tcp_io.h"
@@ -105,6 +107,17 @@ std::string order_endpoints(const std::string& endpoints, bool same_host) {
   if (!same_host) return join(rest);
   loop.insert(loop.end(), rest.begin(), rest.end());
   return join(loop);
+}
+
+std::string random_job_token() {
+  std::random_device rd;  // the kernel's entropy on Linux
+  std::string hex;
+  for (int i = 0; i < 4; ++i) {
+    char word[9];
+    std::snprintf(word, sizeof word, "%08x", static_cast<unsigned>(rd()));
+    hex += word;
+  }
+  return hex;
 }
 
 }  // namespace ibbcast::tcp

@@ -23,4 +23,8 @@ Result<Listener> listen_anywhere(int backlog);
 /// otherwise (another host's loopback is this host's).
 std::string order_endpoints(const std::string& endpoints, bool same_host);
 
+/// A random job token (128 bits in hex, from the kernel's entropy) for tcp::Options::job,
+/// published only to the job's members: a stranger who found the port cannot take a rank.
+std::string random_job_token();
+
 }  // namespace ibbcast::tcp
