@@ -28,7 +28,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 if [[ ${1-} == --inside ]]; then
-  # One fabric of $2 ranks: (when $4 is not '-') a calibration on its first two hosts into
+  # One fabric of $2 ranks: (when $4 is not '-') a calibration on its first two (three) hosts into
   # $4.before, the bench rows per shape, each prefixed by the shape, with a calibration after
   # each round of the unshaped sweep into $4.round.K, and a calibration into $4.after. The
   # machine's speed moves by a third within the hour (runs 28e/28f) and a single calibration
@@ -43,10 +43,10 @@ if [[ ${1-} == --inside ]]; then
     timeout 3000 mpirun --allow-run-as-root --oversubscribe -np "$np" -x IBBCAST_NETNS_PREFIX \
       -x UCX_TLS "$bin" bench --udp-interface eth0 --fragment-size "$FRAGMENT" "$@"
   }
-  calibrate() {
+  calibrate() {  # on ranks 0-1, and 0-2 for the wake-up's share where the sweep has them
     [[ $calibrate == - ]] && return 0
     "$F" shape "$P" off
-    run 2 --calibrate --params-out "$calibrate.$1" --fragment-ns "${FRAGMENT_NS:-0}" \
+    run $((n >= 3 ? 3 : 2)) --calibrate --params-out "$calibrate.$1" --fragment-ns "${FRAGMENT_NS:-0}" \
       ${BYTE_NS:+--byte-ns "$BYTE_NS"} >&2
   }
   calibrate before

@@ -9,13 +9,17 @@
 #include <thread>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "core/model/loggp_fit.h"
 #include "core/model/machine_params.h"
+#include "core/model/sim.h"
 #include "core/runtime/group.h"
 #include "tools/bench_util.h"
 #include "tools/commands.h"
 #include "tools/loggp_measure.h"
+#include "transports/bootstrap/tcp_bootstrap.h"
+#include "transports/bootstrap/tcp_endpoints.h"
 #include "transports/factory.h"
 #include "transports/ucx/ucx_channel.h"
 
@@ -26,6 +30,12 @@ constexpr uint32_t kBurst = 16;  // datagrams per burst
 constexpr uint32_t kReps = 31;   // measured repetitions per median
 constexpr uint32_t kWarmup = 3;
 constexpr auto kDrainLimit = std::chrono::milliseconds(200);
+
+/// The idle of the spinning waits: a peer runnable on this core runs at once instead of at
+/// the scheduler's next tick (4 ms here: round trips of 4 and 8 ms on a loaded machine).
+void yield() {
+  std::this_thread::yield();
+}
 
 double us_since(Nanos t0) {
   return static_cast<double>((monotonic_now() - t0).count()) / 1e3;
@@ -109,6 +119,7 @@ class McastProbe {
       const std::size_t n = ch_.poll(views);
       got += static_cast<uint32_t>(n);
       ch_.release(std::span(views.data(), n));
+      if (n == 0) yield();
     } while (got < want && (limit == nullptr || monotonic_now() < *limit));
     return got;
   }
@@ -122,7 +133,7 @@ class McastProbe {
       const Nanos t0 = monotonic_now();
       IBBCAST_RETURN_IF_ERROR(send(payload, count));
       if (send_us != nullptr) *send_us = us_since(t0) / count;
-      IBBCAST_RETURN_IF_ERROR(pinger_.wait(1, [] {}));
+      IBBCAST_RETURN_IF_ERROR(pinger_.wait(1, yield));
       *us = us_since(t0);
     } else if (boot_.rank() == 1) {
       const Nanos limit = monotonic_now() + kDrainLimit;
@@ -251,10 +262,10 @@ Status large_broadcasts(Group& g, Bootstrap& boot, double* send_us, double* recv
   return Status::ok();
 }
 
-}  // namespace
-
-Status measure_machine(const Args& args, Bootstrap& boot, std::string* text, bool print) {
-  if (boot.size() < 2) return make_error(Errc::kInvalidArgument, "calibrate: needs 2 ranks");
+/// The pair's part: every parameter but the wake-up's share, in *p and the file's comment in
+/// *comment on rank 0.
+Status measure_pair(const Args& args, Bootstrap& boot, ModelParams* out, std::string* comment,
+                    bool print) {
   auto link = parse_size(option(args, "link-mbit", "0"));
   IBBCAST_RETURN_IF_ERROR(link.status());
   ModelParams p;
@@ -266,8 +277,7 @@ Status measure_machine(const Args& args, Bootstrap& boot, std::string* text, boo
   if (!pong) return pong.status();
   Pinger pinger(**pong, boot.rank());
   double rtt = 0;
-  IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(
-      boot, 0, 1, [] {}, &rtt));
+  IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, 0, 1, yield, &rtt));
 
   // The multicast address: rank 0's choice.
   std::array<char, 128> addr{};
@@ -366,8 +376,8 @@ Status measure_machine(const Args& args, Bootstrap& boot, std::string* text, boo
   p.machine.bcast_us = std::max(t1 - hop, 0.0);
 
   if (boot.rank() != 0) return Status::ok();
-  char comment[512];
-  std::snprintf(comment, sizeof comment,
+  char text[512];
+  std::snprintf(text, sizeof text,
                 "ibbcast bench --calibrate: rank 0 -> 1 of %u ranks over %s\n"
                 "ping-pong RTT (UCX) %.2f us; 1-byte linear broadcast, per-node method, rank 1: "
                 "%.2f us (blocks before and after the large broadcasts: %.2f, %.2f)\n"
@@ -375,7 +385,131 @@ Status measure_machine(const Args& args, Bootstrap& boot, std::string* text, boo
                 "link.mbit given, not measured; engine.fragment_us and byte_us from engine_bench",
                 boot.size(), (*transport)->capabilities().name.c_str(), rtt, t1, t1_first,
                 t1_second, fitted_G, stream);
-  *text = format_model_params(p, comment);
+  *out = p;
+  *comment = text;
+  return Status::ok();
+}
+
+/// The simulator's 1-byte chain of three ranks under `p` with the wake-up's share `share`:
+/// when rank 2 returns.
+double chain_of_three(const ModelParams& p, double share) {
+  SimParams sp;
+  sp.in.algorithm = Algorithm::kChain;
+  sp.in.p = 3;
+  sp.in.n = 1;
+  sp.in.fragment_size = 8192;
+  sp.model = p.reliable;
+  sp.machine = p.machine;
+  sp.machine.bcast_wake_share = share;
+  sp.keep_per_rank = false;
+  auto r = simulate(sp);
+  return r ? r->last : 0;
+}
+
+/// The trio's part: a 1-byte chain over ranks 0-2 timed at rank 2 by the per-node method, and
+/// the share of the fixed cost paid at a rank's wake-up with which the simulator reproduces
+/// it (the rest of p as the pair measured it). Rank 1 pays the share before it forwards,
+/// rank 2 the whole cost before it returns: the chain's time over the 2-rank broadcast's is
+/// a hop and the share. Clamped to 0..1 (the file's bounds).
+Status measure_wake_share(const Args& args, Bootstrap& trio, ModelParams* p, std::string* comment) {
+  auto transport = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), trio);
+  if (!transport) return transport.status();
+  auto pong = ucx::Channel::create(trio, {});
+  if (!pong) return pong.status();
+  Pinger pinger(**pong, trio.rank());
+  EngineConfig cfg = args.engine.value();
+  cfg.algorithm = Algorithm::kChain;
+  auto chain = create_group(**transport, trio, cfg);
+  if (!chain) return chain.status();
+  std::vector<double> samples;
+  IBBCAST_RETURN_IF_ERROR(per_node_times(**chain, trio, pinger, 2, &samples));
+  if (trio.rank() != 0) return Status::ok();
+  const double measured = median(samples);
+  const double none = chain_of_three(*p, 0), all = chain_of_three(*p, 1);
+  double lo = 0, hi = 1;
+  if (measured <= none) {
+    hi = 0;
+  } else if (measured >= all) {
+    lo = 1;
+  } else {
+    for (int i = 0; i < 30; ++i) {
+      const double mid = (lo + hi) / 2;
+      (chain_of_three(*p, mid) < measured ? lo : hi) = mid;
+    }
+  }
+  p->machine.bcast_wake_share = (lo + hi) / 2;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "\n1-byte chain of ranks 0-2, per-node method, rank 2: %.2f us (the simulator's "
+                "with the wake-up's share 0 / 1: %.2f / %.2f us)",
+                measured, none, all);
+  *comment += text;
+  return Status::ok();
+}
+
+/// Ranks 0 .. k-1 of `boot` as a job of their own (a TCP star through rank 0, its endpoints
+/// and a random job token passed over `boot`); null on the other ranks, which must call this
+/// too.
+Result<std::unique_ptr<Bootstrap>> sub_bootstrap(Bootstrap& boot, uint32_t k) {
+  constexpr std::size_t kWidth = 1024;
+  std::vector<std::byte> mine(kWidth), all(kWidth * boot.size());
+  tcp::Options opt;
+  opt.rank = boot.rank();
+  opt.size = k;
+  std::string published;
+  if (boot.rank() == 0) {
+    auto listener = tcp::listen_anywhere(static_cast<int>(k));
+    if (!listener) return listener.status();
+    opt.listen_fd = listener->fd;
+    published = tcp::random_job_token() + " " + listener->endpoints;
+    if (published.size() >= kWidth) {
+      ::close(opt.listen_fd);
+      return make_error(Errc::kInvalidArgument, "calibrate: rank 0's endpoints are too long");
+    }
+    std::memcpy(mine.data(), published.data(), published.size());
+  }
+  if (Status st = boot.allgather(mine, all); !st) {
+    if (opt.listen_fd >= 0) ::close(opt.listen_fd);
+    return st;
+  }
+  if (boot.rank() >= k) return std::unique_ptr<Bootstrap>();
+  if (boot.rank() > 0) {
+    published.assign(reinterpret_cast<const char*>(all.data()),
+                     ::strnlen(reinterpret_cast<const char*>(all.data()), kWidth));
+  }
+  const std::size_t space = published.find(' ');
+  opt.job = published.substr(0, space);
+  opt.root = tcp::order_endpoints(published.substr(space + 1), false);
+  opt.timeout = std::chrono::seconds(60);
+  auto job = tcp::Bootstrap::create(opt);
+  if (!job) return job.status();
+  return std::unique_ptr<Bootstrap>(std::move(*job));
+}
+
+}  // namespace
+
+Result<CalibrationJobs> make_calibration_jobs(Bootstrap& boot) {
+  if (boot.size() < 2) return make_error(Errc::kInvalidArgument, "calibrate: needs 2 ranks");
+  CalibrationJobs jobs;
+  auto pair = sub_bootstrap(boot, 2);
+  if (!pair) return pair.status();
+  jobs.pair = std::move(*pair);
+  if (boot.size() >= 3) {
+    auto trio = sub_bootstrap(boot, 3);
+    if (!trio) return trio.status();
+    jobs.trio = std::move(*trio);
+  }
+  return jobs;
+}
+
+Status measure_machine(const Args& args, Bootstrap& boot, CalibrationJobs& jobs, std::string* text,
+                       bool print) {
+  ModelParams p;
+  std::string comment;
+  if (jobs.pair) IBBCAST_RETURN_IF_ERROR(measure_pair(args, *jobs.pair, &p, &comment, print));
+  if (jobs.trio) IBBCAST_RETURN_IF_ERROR(measure_wake_share(args, *jobs.trio, &p, &comment));
+  IBBCAST_RETURN_IF_ERROR(boot.barrier());
+  if (boot.rank() == 0) *text = format_model_params(p, comment);
   return Status::ok();
 }
 
@@ -387,8 +521,10 @@ Status write_params(const std::string& path, const std::string& text) {
 }
 
 Status run_calibrate(const Args& args, Bootstrap& boot) {
+  auto jobs = make_calibration_jobs(boot);
+  if (!jobs) return jobs.status();
   std::string text;
-  IBBCAST_RETURN_IF_ERROR(measure_machine(args, boot, &text, true));
+  IBBCAST_RETURN_IF_ERROR(measure_machine(args, boot, *jobs, &text, true));
   if (boot.rank() != 0) return Status::ok();
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);

@@ -12,10 +12,7 @@
 // --loggp instead measures the LogGP parameters of the UCX channel (tools/loggp_measure.h).
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <thread>
-
-#include <unistd.h>
 
 #include "core/runtime/env.h"
 #include "core/runtime/group.h"
@@ -26,8 +23,6 @@
 #include "tools/commands.h"
 #include "tools/loggp_measure.h"
 #include "transports/bootstrap/bootstrap_select.h"
-#include "transports/bootstrap/tcp_bootstrap.h"
-#include "transports/bootstrap/tcp_endpoints.h"
 #include "transports/factory.h"
 #include "transports/ucx/ucx_channel.h"
 
@@ -75,44 +70,6 @@ Status per_node(Bootstrap& boot, Group& g, Pinger& pinger, const BenchPlan& plan
     }
   }
   return Status::ok();
-}
-
-/// Ranks 0 and 1 of `boot` as a job of their own (a TCP star through rank 0, its endpoints and
-/// a random job token passed over `boot`); null on the other ranks, which must call this too.
-Result<std::unique_ptr<Bootstrap>> pair_bootstrap(Bootstrap& boot) {
-  constexpr std::size_t kWidth = 1024;
-  std::vector<std::byte> mine(kWidth), all(kWidth * boot.size());
-  tcp::Options opt;
-  opt.rank = boot.rank();
-  opt.size = 2;
-  std::string published;
-  if (boot.rank() == 0) {
-    auto listener = tcp::listen_anywhere(2);
-    if (!listener) return listener.status();
-    opt.listen_fd = listener->fd;
-    published = tcp::random_job_token() + " " + listener->endpoints;
-    if (published.size() >= kWidth) {
-      ::close(opt.listen_fd);
-      return make_error(Errc::kInvalidArgument, "bench: rank 0's endpoints are too long");
-    }
-    std::memcpy(mine.data(), published.data(), published.size());
-  }
-  if (Status st = boot.allgather(mine, all); !st) {
-    if (opt.listen_fd >= 0) ::close(opt.listen_fd);
-    return st;
-  }
-  if (boot.rank() > 1) return std::unique_ptr<Bootstrap>();
-  if (boot.rank() == 1) {
-    published.assign(reinterpret_cast<const char*>(all.data()),
-                     ::strnlen(reinterpret_cast<const char*>(all.data()), kWidth));
-  }
-  const std::size_t space = published.find(' ');
-  opt.job = published.substr(0, space);
-  opt.root = tcp::order_endpoints(published.substr(space + 1), false);
-  opt.timeout = std::chrono::seconds(60);
-  auto pair = tcp::Bootstrap::create(opt);
-  if (!pair) return pair.status();
-  return std::unique_ptr<Bootstrap>(std::move(*pair));
 }
 
 /// On the root after the last round: the per-node median of each target with
@@ -201,18 +158,18 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   const std::size_t na = plan.algorithms.size(), ns = plan.sizes.size();
   std::vector<CellSamples> cells(na * ns, CellSamples(boot.size()));
   std::vector<std::unique_ptr<Group>> groups(na);
-  // --calibrate-rounds PREFIX: after each round, ranks 0 and 1 alone (a job of two, the
-  // others asleep in a barrier) run `--calibrate`'s whole measurement and rank 0 writes
-  // PREFIX.ROUND, so that the sweep is priced with the parameters of its own minutes
-  // (scripts/validate_sim.sh takes their median). Timed inside the whole group the fixed
-  // cost would not be a 2-rank broadcast's: at 8 ranks on 2 cores rank 1 waits for cores the
-  // other children's wake-ups take (167-219 us against 45 alone).
+  // --calibrate-rounds PREFIX: after each round, `--calibrate`'s whole measurement in its
+  // own jobs of ranks 0-1 and 0-2 (tools/calibrate_measure.h; the others asleep in a
+  // barrier), and rank 0 writes PREFIX.ROUND, so that the sweep is priced with the parameters
+  // of its own minutes (scripts/validate_sim.sh takes their median). Timed inside the whole
+  // group the fixed cost would not be a 2-rank broadcast's: at 8 ranks on 2 cores rank 1
+  // waits for cores the other children's wake-ups take (167-219 us against 45 alone).
   const std::string calibrate_prefix = boot.size() >= 2 ? option(args, "calibrate-rounds", "") : "";
-  std::unique_ptr<Bootstrap> pair;
+  CalibrationJobs jobs;
   if (!calibrate_prefix.empty()) {
-    auto made = pair_bootstrap(boot);
+    auto made = make_calibration_jobs(boot);
     if (!made) return made.status();
-    pair = std::move(*made);
+    jobs = std::move(*made);
   }
   for (uint32_t round = 0; round < plan.rounds; ++round) {
     const uint32_t iterations = round_iterations(plan, round);
@@ -247,14 +204,11 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
       if (last) groups[a].reset();
     }
     if (calibrate_prefix.empty()) continue;
-    if (pair) {
-      std::string text;
-      IBBCAST_RETURN_IF_ERROR(measure_machine(args, *pair, &text, false));
-      if (pair->rank() == 0) {
-        IBBCAST_RETURN_IF_ERROR(write_params(calibrate_prefix + "." + std::to_string(round), text));
-      }
+    std::string text;
+    IBBCAST_RETURN_IF_ERROR(measure_machine(args, boot, jobs, &text, false));
+    if (boot.rank() == 0) {
+      IBBCAST_RETURN_IF_ERROR(write_params(calibrate_prefix + "." + std::to_string(round), text));
     }
-    IBBCAST_RETURN_IF_ERROR(boot.barrier());
   }
   return Status::ok();
 }

@@ -6,7 +6,8 @@
 # latency (positive), each target it leaves out is named on stderr, and the
 # max-over-ranks rows are there, once per cell; more rounds than iterations
 # are refused; `--calibrate-rounds` has ranks 0 and 1 alone write a parameter
-# file after each round, the CSV untouched; `--stream` gives the UCX stream's
+# file after each round, with the wake-up's share fitted to a chain of ranks
+# 0-2, the CSV untouched; `--stream` gives the UCX stream's
 # time per size, spinning and asleep. The sweep of 2026-11-22 had 17 negative
 # per-node medians: the root read the pong only after its own bcast returned.
 #
@@ -47,13 +48,16 @@ per_node() {
   # is dead.
   [[ $rows -ge 1 ]] || fail "no per-node cell reported"
   [[ $(grep -c ',max_over_ranks,all,' <<<"$out") -eq 6 ]] || fail "not one max-over-ranks row per cell"
-  # --calibrate-rounds: a parameter file per round, with a fixed cost and the channel's o
-  # measured; the calibration's own tables stay off the CSV.
+  # --calibrate-rounds: a parameter file per round, with a fixed cost, the channel's o and
+  # the chain of three measured and a wake-up share from 0 to 1 fitted to it; the
+  # calibration's own tables stay off the CSV.
   for k in 0 1; do
     grep -Eq '^engine\.bcast_us = [0-9.e+-]*[1-9]' "$cal/p.$k" &&
       grep -Eq '^reliable\.o_us = [0-9.e+-]*[1-9]' "$cal/p.$k" &&
-      grep -q '^# ibbcast bench --calibrate: rank 0 -> 1 of 2 ranks' "$cal/p.$k" ||
-      fail "--calibrate-rounds: round $k's file: $(head -c 600 "$cal/p.$k" 2>&1)"
+      grep -q '^# ibbcast bench --calibrate: rank 0 -> 1 of 2 ranks' "$cal/p.$k" &&
+      grep -Eq '^# 1-byte chain of ranks 0-2, per-node method, rank 2: [0-9.]*[1-9][0-9.]* us' "$cal/p.$k" &&
+      grep -Eq '^engine\.bcast_wake_share = (0|1|0\.[0-9e-]+|[0-9.]+e-[0-9]+)$' "$cal/p.$k" ||
+      fail "--calibrate-rounds: round $k's file: $(head -c 900 "$cal/p.$k" 2>&1)"
   done
   [[ ! -e $cal/p.2 ]] || fail "--calibrate-rounds: a file for a third round of two"
   ! grep -q '^size,n,d_us\|^# multicast' <<<"$out" || fail "--calibrate-rounds: tables in the CSV"
