@@ -48,6 +48,7 @@ constexpr Field kFields[] = {
     {"multicast.recv_G_us_per_byte", nullptr, &MulticastCost::G_r, nullptr},
     {"engine.bcast_us", &MachineCosts::bcast_us, nullptr, nullptr},
     {"engine.bcast_wake_share", &MachineCosts::bcast_wake_share, nullptr, nullptr},
+    {"engine.bcast_cpu_share", &MachineCosts::bcast_cpu_share, nullptr, nullptr},
     {"engine.run_bytes", &MachineCosts::run_bytes, nullptr, nullptr},
     {"engine.run_min_bytes", &MachineCosts::run_min_bytes, nullptr, nullptr},
     {"engine.fragment_us", &MachineCosts::fragment_us, nullptr, nullptr},
@@ -125,9 +126,9 @@ Result<ModelParams> parse_model_params(std::string_view text) {
                         where + "link.previous_broadcasts: a whole number up to " +
                             std::to_string(static_cast<int>(MachineCosts::kMaxPreviousBroadcasts)));
     }
-    if (key == "engine.bcast_wake_share" && v > 1) {
+    if ((key == "engine.bcast_wake_share" || key == "engine.bcast_cpu_share") && v > 1) {
       return make_error(Errc::kInvalidArgument,
-                        where + "engine.bcast_wake_share: a share from 0 to 1, got " + value);
+                        where + key + ": a share from 0 to 1, got " + value);
     }
     bool known = false;
     for (const Field& f : kFields) {

@@ -57,6 +57,10 @@ struct MachineCosts {
   /// The part of bcast_us paid before a rank takes its first message (its wake-up), in [0, 1];
   /// the rest is paid once it has handed on its last forward (its return).
   double bcast_wake_share = 0;
+  /// The part of bcast_us that needs a core, in [0, 1]; the rest holds only the rank's thread
+  /// (waits in which the rank burns no CPU: the scheduler's latency in waking it), which
+  /// ranks that share cores do not queue for.
+  double bcast_cpu_share = 1;
   /// Consecutive fragments queued for one peer go as one message of up to this many bytes
   /// (the engine's run_size) when the rank's channel takes its next message; the receiver owns
   /// them when it has taken the whole run. 0: a message per fragment.
@@ -107,12 +111,13 @@ struct ModelParams {
 ///   multicast.o_s_us multicast.o_r_us multicast.L_us multicast.G_us_per_byte
 ///   multicast.recv_G_us_per_byte
 ///   reliable.send_cpu_us_per_byte reliable.recv_cpu_us_per_byte
-///   engine.bcast_us engine.bcast_wake_share engine.run_bytes engine.run_min_bytes
+///   engine.bcast_us engine.bcast_wake_share engine.bcast_cpu_share engine.run_bytes
+///   engine.run_min_bytes
 ///   engine.fragment_us engine.byte_us
 ///   cpu.cores
 ///   link.mbit link.burst_bytes link.idle_us link.previous_broadcasts
-/// A key left out keeps its default (LogGP's defaults, the rest 0). `comment` (lines without
-/// the '#') heads the file: where and how the values were measured.
+/// A key left out keeps its default (LogGP's defaults, bcast_cpu_share 1, the rest 0).
+/// `comment` (lines without the '#') heads the file: where and how the values were measured.
 std::string format_model_params(const ModelParams& p, std::string_view comment);
 
 /// Errors (kInvalidArgument, naming the line): an unknown key, a value that is not a finite

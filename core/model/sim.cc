@@ -356,6 +356,13 @@ class Sim {
       port_[r] = s + d;
       return s;
     }
+    if (core_d <= 0) {  // the thread alone: a wait that burns no CPU
+      threads_[r].forget(now_);
+      const double s = threads_[r].earliest(t, d);
+      threads_[r].book(s, d);
+      port_[r] = std::max(port_[r], s + d);
+      return s;
+    }
     std::size_t core = 0;
     const double s = fit(r, t, d, core_d, &core);
     threads_[r].book(s, d);
@@ -541,15 +548,17 @@ class Sim {
     // out of the socket (in recv_us) and the engine's.
     const double engine_bytes =
         !from_multicast && mc.recv_cpu_us_per_byte > 0 ? 0 : static_cast<double>(m);
-    double d = o + mc.fragment_us * count + engine_bytes * mc.byte_us;
+    double d = o + mc.fragment_us * count + engine_bytes * mc.byte_us, idle = 0;
     // A rank asleep in the broadcast pays its wake-up's share of the fixed cost before it can
     // take, and so forward, its first message: each hop of a chain pays it.
     if (!woken_[r]) {
       woken_[r] = 1;
-      d += mc.bcast_us * mc.bcast_wake_share;
+      const double wake = mc.bcast_us * mc.bcast_wake_share;
+      d += wake;
+      idle = wake * (1 - mc.bcast_cpu_share);
     }
     join_batch(r, t, d);
-    return work(r, t, d) + d;
+    return work(r, t, d, d - idle) + d;
   }
 
   bool owns(uint32_t r, uint32_t k) const {
@@ -581,7 +590,7 @@ class Sim {
   void finish_rank(uint32_t r, double t) {
     const double ready = std::max(t, port_[r]);
     const double b = sp_.machine.bcast_us * (1 - sp_.machine.bcast_wake_share);
-    done_[r] = b > 0 ? work(r, ready, b) + b : ready;
+    done_[r] = b > 0 ? work(r, ready, b, b * sp_.machine.bcast_cpu_share) + b : ready;
   }
 
   void handle(const Event& e) {

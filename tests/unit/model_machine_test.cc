@@ -163,6 +163,28 @@ TEST(MachineSim, SharedCoresQueueWork) {
   EXPECT_DOUBLE_EQ(last(sp), 2 * gap + fly + g.o);
 }
 
+TEST(MachineSim, AFixedCostWithoutCpuTakesNoCore) {
+  // The setting of SharedCoresQueueWork with a fixed cost b at each receiver's return: on the
+  // core it follows each receive in turn; where it burns no CPU (the scheduler's latency in
+  // waking a rank) the receivers wait it out together and only the last one's counts.
+  SimParams sp = base(Algorithm::kLinear, 4, 1);
+  sp.model.L = 1;
+  sp.machine.cores = 1;
+  sp.machine.bcast_us = 20;
+  const LogGP& g = sp.model;
+  const double gap = g.gap(1), b = 20;
+  EXPECT_DOUBLE_EQ(last(sp), 2 * gap + g.o + 3 * (g.o + b));  // bcast_cpu_share 1, the default
+  sp.machine.bcast_cpu_share = 0;
+  EXPECT_DOUBLE_EQ(last(sp), 2 * gap + g.o + 3 * g.o + b);
+  // Half of it on the core: the first two receivers' halves go before the next receive.
+  sp.machine.bcast_cpu_share = 0.5;
+  EXPECT_DOUBLE_EQ(last(sp), 2 * gap + g.o + 3 * g.o + 2 * b / 2 + b);
+  // Paid at the wake-up instead (share 1), the same: the wait holds the rank, not the core.
+  sp.machine.bcast_wake_share = 1;
+  sp.machine.bcast_cpu_share = 0;
+  EXPECT_DOUBLE_EQ(last(sp), 2 * gap + g.o + 3 * g.o + b);
+}
+
 TEST(MachineSim, LinksQueueAtTheSenderAndCutThrough) {
   // 1 Mbit/s: a byte takes 8 us on the wire, far more than the CPU's cost.
   SimParams sp = base(Algorithm::kLinear, 3, 1000);
@@ -267,6 +289,7 @@ TEST(MachineParams, RoundTrip) {
   p.machine.multicast = MulticastCost{3.5, 1.25, 2, 0.0004, 0.00009};
   p.machine.bcast_us = 11;
   p.machine.bcast_wake_share = 0.75;
+  p.machine.bcast_cpu_share = 0.5;
   p.machine.fragment_us = 0.042;
   p.machine.run_bytes = 262144;
   p.machine.run_min_bytes = 32768;
@@ -287,6 +310,7 @@ TEST(MachineParams, RoundTrip) {
   EXPECT_DOUBLE_EQ(q->machine.multicast.G_r, 0.00009);
   EXPECT_DOUBLE_EQ(q->machine.bcast_us, 11);
   EXPECT_DOUBLE_EQ(q->machine.bcast_wake_share, 0.75);
+  EXPECT_DOUBLE_EQ(q->machine.bcast_cpu_share, 0.5);
   EXPECT_DOUBLE_EQ(q->machine.fragment_us, 0.042);
   EXPECT_DOUBLE_EQ(q->machine.run_bytes, 262144);
   EXPECT_DOUBLE_EQ(q->machine.run_min_bytes, 32768);
@@ -301,15 +325,16 @@ TEST(MachineParams, MissingKeysKeepDefaults) {
   auto q = parse_model_params("# only one\nengine.bcast_us = 3\n");
   ASSERT_TRUE(q.is_ok());
   EXPECT_DOUBLE_EQ(q->machine.bcast_us, 3);
+  EXPECT_DOUBLE_EQ(q->machine.bcast_cpu_share, 1);  // all of it on a core, as before the key
   EXPECT_DOUBLE_EQ(q->reliable.L, LogGP{}.L);
   EXPECT_FALSE(q->machine.multicast.set());
 }
 
 TEST(MachineParams, ErrorsNameTheLine) {
-  for (const char* bad :
-       {"reliable.L_us = -1\n", "# ok\nnot a pair\n", "engine.speed = 3\n", "cpu.cores = 1.5\n",
-        "link.mbit = fast\n", "reliable.o_us =\n", "link.previous_broadcasts = 1.5\n",
-        "link.previous_broadcasts = 9\n", "engine.bcast_wake_share = 1.5\n"}) {
+  for (const char* bad : {"reliable.L_us = -1\n", "# ok\nnot a pair\n", "engine.speed = 3\n",
+                          "cpu.cores = 1.5\n", "link.mbit = fast\n", "reliable.o_us =\n",
+                          "link.previous_broadcasts = 1.5\n", "link.previous_broadcasts = 9\n",
+                          "engine.bcast_wake_share = 1.5\n", "engine.bcast_cpu_share = 2\n"}) {
     auto q = parse_model_params(bad);
     ASSERT_FALSE(q.is_ok()) << bad;
     EXPECT_EQ(q.status().code(), Errc::kInvalidArgument);
