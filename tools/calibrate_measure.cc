@@ -193,10 +193,18 @@ double copy_us_per_byte() {
   return median(t) / kBytes;
 }
 
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 /// Per-node times of 1-byte broadcasts to `target`, appended on rank 0, waiting as `bench`
-/// does: asleep, with the round trip measured the same way.
+/// does: asleep, with the round trip measured the same way. With `target_cpu`, the target
+/// appends its CPU time (every thread, kernel included) in each broadcast call, us.
 Status per_node_times(Group& g, Bootstrap& boot, Pinger& pinger, uint32_t target,
-                      std::vector<double>* samples) {
+                      std::vector<double>* samples, std::vector<double>* target_cpu = nullptr) {
   std::byte one{0x42};
   // Not Group::progress: see cmd_bench.cc.
   auto idle = [&] { (void)g.impl().progress(false, Nanos(0)); };
@@ -206,7 +214,10 @@ Status per_node_times(Group& g, Bootstrap& boot, Pinger& pinger, uint32_t target
   for (uint32_t it = 0; it < 10 + 101; ++it) {
     IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
     if (boot.rank() != 0) {
+      const double c0 = cpu_seconds();
       IBBCAST_RETURN_IF_ERROR(g.bcast(0, &one, 1));
+      if (boot.rank() == target && target_cpu != nullptr && it >= 10)
+        target_cpu->push_back((cpu_seconds() - c0) * 1e6);
       if (boot.rank() == target) IBBCAST_RETURN_IF_ERROR(pinger.send(0));
       continue;
     }
@@ -221,13 +232,6 @@ Status per_node_times(Group& g, Bootstrap& boot, Pinger& pinger, uint32_t target
     if (it >= 10) samples->push_back(t);
   }
   return Status::ok();
-}
-
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 /// CPU time per byte (every thread of the process, kernel included) of large linear
@@ -339,14 +343,16 @@ Status measure_pair(const Args& args, Bootstrap& boot, ModelParams* out, std::st
   // Timed in two blocks, before and after the large broadcasts, and the median taken over
   // both: one block's median moved by a third between blocks of one calibration here (34
   // and 25 us; 62 and 47 in another), and `bench` spreads a cell over its whole sweep.
-  std::vector<double> t1_samples;
-  IBBCAST_RETURN_IF_ERROR(per_node_times(**linear, boot, pinger, 1, &t1_samples));
+  std::vector<double> t1_samples, t1_cpu;
+  IBBCAST_RETURN_IF_ERROR(per_node_times(**linear, boot, pinger, 1, &t1_samples, &t1_cpu));
   const double t1_first = median(t1_samples);
   const std::size_t first_block = t1_samples.size();
   // CPU per byte at each end, which ranks sharing cores pay one after another.
   double send_cpu = 0, recv_cpu = 0, stream = 0;
   IBBCAST_RETURN_IF_ERROR(large_broadcasts(**linear, boot, &send_cpu, &recv_cpu, &stream));
-  IBBCAST_RETURN_IF_ERROR(per_node_times(**linear, boot, pinger, 1, &t1_samples));
+  IBBCAST_RETURN_IF_ERROR(per_node_times(**linear, boot, pinger, 1, &t1_samples, &t1_cpu));
+  auto cpu1 = from_rank(boot, 1, t1_cpu.empty() ? 0.0 : median(t1_cpu));
+  IBBCAST_RETURN_IF_ERROR(cpu1.status());
   const double t1_second = median(std::vector<double>(
       t1_samples.begin() + static_cast<std::ptrdiff_t>(first_block), t1_samples.end()));
   const double t1 = median(t1_samples);
@@ -374,17 +380,25 @@ Status measure_pair(const Args& args, Bootstrap& boot, ModelParams* out, std::st
   p.machine.run_bytes = static_cast<double>(lin.run_size);
   p.machine.run_min_bytes = static_cast<double>(lin.run_min);
   p.machine.bcast_us = std::max(t1 - hop, 0.0);
+  // Of that, what burns CPU: rank 1's CPU time in its broadcast call beyond the receive the
+  // simulator charges (o and the engine's). The rest is waiting, for the scheduler to run the
+  // woken rank above all, which ranks that share cores do not queue for.
+  const double receive_cpu = p.reliable.o + p.machine.fragment_us + p.machine.byte_us;
+  p.machine.bcast_cpu_share = p.machine.bcast_us > 0
+                                  ? std::clamp((*cpu1 - receive_cpu) / p.machine.bcast_us, 0.0, 1.0)
+                                  : 1.0;
 
   if (boot.rank() != 0) return Status::ok();
   char text[512];
   std::snprintf(text, sizeof text,
                 "ibbcast bench --calibrate: rank 0 -> 1 of %u ranks over %s\n"
                 "ping-pong RTT (UCX) %.2f us; 1-byte linear broadcast, per-node method, rank 1: "
-                "%.2f us (blocks before and after the large broadcasts: %.2f, %.2f)\n"
+                "%.2f us (blocks before and after the large broadcasts: %.2f, %.2f); rank 1's "
+                "CPU in it %.2f us\n"
                 "reliable.G: the round trips' %.6g us/B, or the 16 MiB broadcasts' %.6g if less\n"
                 "link.mbit given, not measured; engine.fragment_us and byte_us from engine_bench",
                 boot.size(), (*transport)->capabilities().name.c_str(), rtt, t1, t1_first,
-                t1_second, fitted_G, stream);
+                t1_second, *cpu1, fitted_G, stream);
   *out = p;
   *comment = text;
   return Status::ok();

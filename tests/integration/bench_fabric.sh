@@ -48,15 +48,17 @@ per_node() {
   # is dead.
   [[ $rows -ge 1 ]] || fail "no per-node cell reported"
   [[ $(grep -c ',max_over_ranks,all,' <<<"$out") -eq 6 ]] || fail "not one max-over-ranks row per cell"
-  # --calibrate-rounds: a parameter file per round, with a fixed cost, the channel's o and
-  # the chain of three measured and a wake-up share from 0 to 1 fitted to it; the
-  # calibration's own tables stay off the CSV.
+  # --calibrate-rounds: a parameter file per round, with a fixed cost, the channel's o, the
+  # chain of three and rank 1's CPU measured and the fixed cost's shares at the wake-up and
+  # on a core (each 0 to 1) derived from them; the calibration's own tables stay off the CSV.
   for k in 0 1; do
     grep -Eq '^engine\.bcast_us = [0-9.e+-]*[1-9]' "$cal/p.$k" &&
       grep -Eq '^reliable\.o_us = [0-9.e+-]*[1-9]' "$cal/p.$k" &&
       grep -q '^# ibbcast bench --calibrate: rank 0 -> 1 of 2 ranks' "$cal/p.$k" &&
       grep -Eq '^# 1-byte chain of ranks 0-2, per-node method, rank 2: [0-9.]*[1-9][0-9.]* us' "$cal/p.$k" &&
-      grep -Eq '^engine\.bcast_wake_share = (0|1|0\.[0-9e-]+|[0-9.]+e-[0-9]+)$' "$cal/p.$k" ||
+      grep -Eq '^engine\.bcast_wake_share = (0|1|0\.[0-9e-]+|[0-9.]+e-[0-9]+)$' "$cal/p.$k" &&
+      grep -Eq "rank 1's CPU in it [0-9.]*[1-9][0-9.]* us" "$cal/p.$k" &&
+      grep -Eq '^engine\.bcast_cpu_share = (0|1|0\.[0-9e-]+|[0-9.]+e-[0-9]+)$' "$cal/p.$k" ||
       fail "--calibrate-rounds: round $k's file: $(head -c 900 "$cal/p.$k" 2>&1)"
   done
   [[ ! -e $cal/p.2 ]] || fail "--calibrate-rounds: a file for a third round of two"
