@@ -120,7 +120,8 @@ with open(out, "w") as f:
         if l.startswith("#"):
             f.write(l + "\n")
     for lines, _ in files[1:]:
-        f.write("# then: " + "; ".join(l[2:] for l in lines if l.startswith("# ping")) + "\n")
+        f.write("# then: " + "; ".join(l[2:] for l in lines
+                                       if l.startswith(("# ping", "# 1-byte chain"))) + "\n")
     f.write("# values: the median of %d calibrations, before, between the rounds of and after "
             "the sweep\n" % len(files))
     for l in first_lines:

@@ -13,8 +13,10 @@
 // - bcast_us: a rank's wake-up, the progress loop's syscalls and its return beyond the
 //   channels' own costs, once per broadcast and rank; on a real NIC too. The share
 //   bcast_wake_share of it comes before the rank takes its first message (so a chain pays it
-//   at every hop), the rest after it has handed on its last forward. Six validation runs
-//   here did not settle the share (docs/models.md): 0, all at the return, by default.
+//   at every hop), the rest after it has handed on its last forward; bcast_cpu_share of it
+//   needs a core, the rest is waiting (for the scheduler to run the woken rank). The
+//   calibration measures both (a chain of three ranks; rank 1's CPU time); by default all
+//   of it is paid at the return, on a core.
 // - cores: every rank of one host shares the host's cores; a send or receive that finds every
 //   core busy waits. 0 is a core per rank (the projection to big machines).
 // - link_mbit: each rank's link in each direction (tbf both ways on the fabric, a NIC port on
