@@ -146,11 +146,17 @@ TEST(MachineSim, MeasuredReceiveCpuHoldsTheEnginesBytes) {
   EXPECT_DOUBLE_EQ(last(sp), neither + 1000 * 0.5);
 }
 
-TEST(MachineSim, SharedCoresQueueWork) {
-  // Linear to 3 ranks on one core: the root's sends and the receivers' receives all take it.
+// Linear to 3 ranks of 1 byte on one core, a short flight.
+SimParams linear_on_one_core() {
   SimParams sp = base(Algorithm::kLinear, 4, 1);
   sp.model.L = 1;
   sp.machine.cores = 1;
+  return sp;
+}
+
+TEST(MachineSim, SharedCoresQueueWork) {
+  // Linear to 3 ranks on one core: the root's sends and the receivers' receives all take it.
+  SimParams sp = linear_on_one_core();
   const LogGP& g = sp.model;
   const double gap = g.gap(1), fly = g.o + g.L;
   // Sends at 0, gap, 2 gap; each holds the core for o, the rest of the gap is the channel's
@@ -167,9 +173,7 @@ TEST(MachineSim, AFixedCostWithoutCpuTakesNoCore) {
   // The setting of SharedCoresQueueWork with a fixed cost b at each receiver's return: on the
   // core it follows each receive in turn; where it burns no CPU (the scheduler's latency in
   // waking a rank) the receivers wait it out together and only the last one's counts.
-  SimParams sp = base(Algorithm::kLinear, 4, 1);
-  sp.model.L = 1;
-  sp.machine.cores = 1;
+  SimParams sp = linear_on_one_core();
   sp.machine.bcast_us = 20;
   const LogGP& g = sp.model;
   const double gap = g.gap(1), b = 20;
