@@ -1,7 +1,7 @@
 #pragma once
 // `ibbcast bench --calibrate`: measures, between ranks 0 and 1 of the fabric (and 0-2), every
-// parameter of the simulator's parameter file (core/model/machine_params.h) and, with --params-out
-// FILE, writes it on rank 0:
+// parameter of the simulator's parameter file (core/model/machine_params.h) and, with
+// --params-out FILE, writes it on rank 0:
 //  - the reliable channel's LogGP (tools/loggp_measure.h);
 //  - the multicast path: one datagram's one-way time, a burst's gap per datagram and its
 //    send and receive cost per datagram, at several sizes, over the transport's own
@@ -9,7 +9,8 @@
 //  - the fixed cost of a broadcast: a 1-byte linear broadcast timed at rank 1 by the per-node
 //    method, less a hop; with three ranks or more, its share paid at a rank's wake-up
 //    (engine.bcast_wake_share): the one with which the simulator reproduces a 1-byte chain
-//    of three timed at rank 2;
+//    of three timed at rank 2; and its share that burns a core (engine.bcast_cpu_share):
+//    rank 1's CPU time in its broadcast calls, less the receive the simulator charges;
 //  - CPU per byte at each end (getrusage over large linear broadcasts);
 //  - the engine's run size (engine config), to model runs of fragments;
 //  - the cores of rank 0's host.
