@@ -92,6 +92,8 @@ std::string format_model_params(const ModelParams& p, std::string_view comment) 
   }
   std::snprintf(line, sizeof line, "cpu.cores = %u\n", p.machine.cores);
   out += line;
+  out += p.machine.sharing == CpuSharing::kFair ? "cpu.sharing = fair\n"
+                                                : "cpu.sharing = first_come\n";
   return out;
 }
 
@@ -110,6 +112,13 @@ Result<ModelParams> parse_model_params(std::string_view text) {
       return make_error(Errc::kInvalidArgument, where + "expected key = value, got '" + line + "'");
     const std::string key = trim(std::string_view(line).substr(0, eq));
     const std::string value = trim(std::string_view(line).substr(eq + 1));
+    if (key == "cpu.sharing") {
+      if (value != "first_come" && value != "fair")
+        return make_error(Errc::kInvalidArgument,
+                          where + "cpu.sharing: first_come or fair, got '" + value + "'");
+      p.machine.sharing = value == "fair" ? CpuSharing::kFair : CpuSharing::kFirstCome;
+      continue;
+    }
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || !std::isfinite(v) || v < 0)

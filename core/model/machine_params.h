@@ -17,8 +17,10 @@
 //   needs a core, the rest is waiting (for the scheduler to run the woken rank). The
 //   calibration measures both (a chain of three ranks; rank 1's CPU time); by default all
 //   of it is paid at the return, on a core.
-// - cores: every rank of one host shares the host's cores; a send or receive that finds every
-//   core busy waits. 0 is a core per rank (the projection to big machines).
+// - cores: every rank of one host shares the host's cores. 0 is a core per rank (the
+//   projection to big machines). With `sharing` first come, first served, a send or receive
+//   that finds every core busy waits for one; fair, the kernel's way, every rank that has
+//   work runs at once at cores / runnable of a core's speed.
 // - link_mbit: each rank's link in each direction (tbf both ways on the fabric, a NIC port on
 //   a cluster): a message occupies its sender's uplink, then, cut-through, each receiver's
 //   downlink. 0 is a link faster than the CPU (no queueing on it). A shaped link (tbf) also
@@ -49,6 +51,12 @@ struct MulticastCost {
   double send_us(uint64_t m) const;
   double recv_us(uint64_t m) const;
   double hop_us(uint64_t m) const;
+};
+
+/// How ranks that outnumber the cores share them.
+enum class CpuSharing : uint8_t {
+  kFirstCome,  ///< a piece of work takes a whole core, in the order the work became ready
+  kFair,       ///< processor sharing: runnable ranks progress at min(1, cores / runnable)
 };
 
 struct MachineCosts {
@@ -82,7 +90,8 @@ struct MachineCosts {
   /// The engine's work per byte (the copy out) at the receiver of a datagram, and of a reliable
   /// message where recv_cpu_us_per_byte is 0 (which, measured, holds it).
   double byte_us = 0;
-  uint32_t cores = 0;    ///< cores the ranks share; 0: a core per rank
+  uint32_t cores = 0;                           ///< cores the ranks share; 0: a core per rank
+  CpuSharing sharing = CpuSharing::kFirstCome;  ///< where cores < ranks
   double link_mbit = 0;  ///< each rank's link each way, Mbit/s; 0: not link-bound
   /// A token bucket on each link (tc tbf's burst): bytes pass at once while it holds tokens.
   /// 0: a plain link at link_mbit.
@@ -116,14 +125,16 @@ struct ModelParams {
 ///   engine.bcast_us engine.bcast_wake_share engine.bcast_cpu_share engine.run_bytes
 ///   engine.run_min_bytes
 ///   engine.fragment_us engine.byte_us
-///   cpu.cores
+///   cpu.cores cpu.sharing (first_come or fair)
 ///   link.mbit link.burst_bytes link.idle_us link.previous_broadcasts
-/// A key left out keeps its default (LogGP's defaults, bcast_cpu_share 1, the rest 0).
+/// A key left out keeps its default (LogGP's defaults, bcast_cpu_share 1, sharing
+/// first_come, the rest 0).
 /// `comment` (lines without the '#') heads the file: where and how the values were measured.
 std::string format_model_params(const ModelParams& p, std::string_view comment);
 
 /// Errors (kInvalidArgument, naming the line): an unknown key, a value that is not a finite
-/// number >= 0, a line that is neither comment nor "key = value".
+/// number >= 0 (for cpu.sharing: neither first_come nor fair), a line that is neither comment
+/// nor "key = value".
 Result<ModelParams> parse_model_params(std::string_view text);
 
 }  // namespace ibbcast

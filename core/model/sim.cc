@@ -32,7 +32,9 @@ class Rng {
 // transfer), a receiver's downlink (rank: the receiver), and its receiver, which still has to
 // take it (the rank's thread and a core); a rank's channel takes its next message (kSend,
 // frag: the arming's generation) and a reliable message, a run of one or more fragments,
-// arrives whole (kArriveRun, frag: the run).
+// arrives whole (kArriveRun, frag: the run). With cores shared fairly, the CPU is through with
+// the soonest work (kCpuDone, frag: the arming's generation) and a rank's wait is over
+// (kWaitDone).
 enum class Kind : uint8_t {
   kOwn,
   kMulticast,
@@ -41,7 +43,9 @@ enum class Kind : uint8_t {
   kDownlink,
   kArriveMulticast,
   kSend,
-  kArriveRun
+  kArriveRun,
+  kCpuDone,
+  kWaitDone
 };
 
 /// One direction of a rank's link: FIFO, and with a token bucket (link.burst_bytes, tc
@@ -82,7 +86,9 @@ class Sim {
         enter_(p_, 0),
         port_(p_, 0),
         done_(p_, 0),
-        machine_mode_(machine_mode(sp.machine)) {
+        machine_mode_(machine_mode(sp.machine)),
+        fair_(machine_mode_ && sp.machine.sharing == CpuSharing::kFair && sp.machine.cores > 0 &&
+              sp.machine.cores < p_) {
     if (sp.machine.link_mbit > 0 && !before.up.empty()) {
       up_ = std::move(before.up);
       down_ = std::move(before.down);
@@ -95,7 +101,10 @@ class Sim {
       down_.assign(p_, idle);
     }
     // Ranks no more than cores: each has its own, nothing to share.
-    if (sp.machine.cores > 0 && sp.machine.cores < p_) {
+    if (fair_) {
+      jobs_.resize(p_);
+      running_.assign(p_, 0);
+    } else if (sp.machine.cores > 0 && sp.machine.cores < p_) {
       cores_.resize(sp.machine.cores);
       threads_.resize(p_);
     }
@@ -228,7 +237,13 @@ class Sim {
       // The engine's job queue: the rank's channel takes the next message when its thread
       // is through with the one before (kSend); what is queued by then goes with it.
       queued_[r].push_back(Queued{c, k});
-      if (!send_armed_[r]) arm_send(r, t);
+      if (send_armed_[r]) continue;
+      if (fair_) {
+        send_armed_[r] = 1;
+        submit(r, Work{.ready = t, .job = Job::kSend});
+      } else {
+        arm_send(r, t);
+      }
     }
   }
 
@@ -236,28 +251,64 @@ class Sim {
   /// same peer, consecutive, up to the run's bound (the engine's push_job and front_action).
   void send_queued(uint32_t r, double t) {
     send_armed_[r] = 0;
-    SendQueue& q = queued_[r];
-    if (q.empty()) return;
-    const uint32_t c = q.front().peer;
-    const uint32_t run = new_run();
-    uint64_t m = 0;
-    uint32_t next = q.front().frag;
-    while (!q.empty() && q.front().peer == c && q.front().frag == next &&
-           runs_of_[run].size() < run_k_) {
-      note_send(r, c, next, !runs_of_[run].empty());
-      runs_of_[run].push_back(next);
-      m += bytes(next);
-      ++next;
-      q.pop_front();
-    }
-    const auto count = static_cast<uint32_t>(runs_of_[run].size());
-    send_message(r, c, count, m, t, run);
-    if (!q.empty()) {
+    const Message msg = next_message(r);
+    if (msg.count == 0) return;
+    send_message(r, msg.peer, msg.count, msg.m, t, msg.run);
+    if (!queued_[r].empty()) {
       arm_send(r, t);
     } else if (done_pending_[r]) {
       done_pending_[r] = 0;
       finish_rank(r, t);
     }
+  }
+
+  // Fair sharing (CpuSharing::kFair, ranks outnumbering cores). Each rank's thread runs its
+  // work in the order it came: a piece of work may wait first (from `ready` on, then wait0,
+  // holding the thread but no core), then burns cpu_a, then cpu_b, then waits wait1. Between
+  // the two CPU parts a message leaves (a send's o is paid, the bytes are not yet). The ranks
+  // burning CPU share the cores: each progresses at min(1, cores / runnable), which a
+  // virtual clock (vtime_) that advances at that rate tracks: a rank's CPU is through when
+  // vtime_ reaches what it read at the start plus the amount.
+  // A reliable message arrives once its bytes are down the wire and both ends' CPU is through
+  // with them: the sender's (its bytes, one flight away) and the receiver's copy as they
+  // stream in, work of its own on the receiver's thread (kCopy); gate() counts them.
+  enum class Job : uint8_t { kTake, kTakeRun, kSend, kCopy, kMulticast, kFinish };
+  struct Work {
+    double ready = 0, wait0 = 0, cpu_a = 0, cpu_b = 0, wait1 = 0;
+    Job job = Job::kTake;
+    uint8_t phase = 0;
+    uint32_t id = 0;        // a take's fragment or run, a send's run, a datagram's fragment
+    uint32_t peer = 0;      // a send's receiver
+    uint64_t m = 0;         // the message's bytes
+    double after_mark = 0;  // a send's stream (bytes at G), a datagram's sender's CPU left
+  };
+
+  /// A reliable message: `count` fragments, m bytes, run `run` (runs_of_) for `peer`.
+  struct Message {
+    uint32_t peer = 0, run = 0, count = 0;
+    uint64_t m = 0;
+  };
+
+  /// Takes the front of r's queue and the fragments queued after it for the same peer,
+  /// consecutive, up to the run's bound, as one message (count 0: the queue was empty).
+  Message next_message(uint32_t r) {
+    SendQueue& q = queued_[r];
+    Message msg;
+    if (q.empty()) return msg;
+    msg.peer = q.front().peer;
+    msg.run = new_run();
+    std::vector<uint32_t>& run = runs_of_[msg.run];
+    uint32_t next = q.front().frag;
+    while (!q.empty() && q.front().peer == msg.peer && q.front().frag == next &&
+           run.size() < run_k_) {
+      note_send(r, msg.peer, next, !run.empty());
+      run.push_back(next);
+      msg.m += bytes(next);
+      ++next;
+      q.pop_front();
+    }
+    msg.count = static_cast<uint32_t>(run.size());
+    return msg;
   }
 
   /// r's channel takes its next message when its last send is through (a kSend then).
@@ -520,6 +571,10 @@ class Sim {
       ++result_.lost;
       return;
     }
+    if (fair_ && !mc) {
+      gate(k, c, at);
+      return;
+    }
     push(at, c, k, mc ? Kind::kArriveMulticast : Kind::kArriveRun);
   }
 
@@ -531,8 +586,20 @@ class Sim {
     // Without multicast costs a datagram costs what a reliable message does.
     const double send = mc.set() ? mc.send_us(m) : g.gap(m);
     const double cpu_out = mc.set() ? mc.send_us(m) : g.o + static_cast<double>(m - 1) * g.G;
-    const double s = work(0, t, send + sp_.machine.fragment_us);
     note_send(0, kMulticastTo, k, false);
+    if (fair_) {
+      // The datagram leaves once the sender's o is paid, as below.
+      const double head = mc.set() ? mc.o_s : g.o;
+      submit(0, Work{.ready = t,
+                     .cpu_a = head,
+                     .cpu_b = send + sp_.machine.fragment_us - head,
+                     .job = Job::kMulticast,
+                     .id = k,
+                     .m = m,
+                     .after_mark = cpu_out - head});
+      return;
+    }
+    const double s = work(0, t, send + sp_.machine.fragment_us);
     send_wire(Transfer{0, kMulticastTo, k, m, s + cpu_out, 0, 0, mc.set() ? mc.L : g.L},
               s + (mc.set() ? mc.o_s : g.o));
   }
@@ -540,6 +607,15 @@ class Sim {
   /// Rank r takes a message of `count` fragments and m bytes that arrived at t; returns when
   /// it owns them.
   double take(uint32_t r, uint32_t count, uint64_t m, double t, bool from_multicast) {
+    const Work w = take_cost(r, count, m, from_multicast);
+    const double d = w.wait0 + w.cpu_a;
+    join_batch(r, t, d);
+    return work(r, t, d, w.cpu_a) + d;
+  }
+
+  /// What taking such a message costs rank r: a wait (wait0: the part of its wake-up that
+  /// burns no CPU) and its CPU (cpu_a).
+  Work take_cost(uint32_t r, uint32_t count, uint64_t m, bool from_multicast) {
     const MachineCosts& mc = sp_.machine;
     const double o = from_multicast && mc.multicast.set() ? mc.multicast.recv_us(m) : sp_.model.o;
     // A reliable message's bytes cost the receiver what recv_cpu_us_per_byte says, which
@@ -557,8 +633,7 @@ class Sim {
       d += wake;
       idle = wake * (1 - mc.bcast_cpu_share);
     }
-    join_batch(r, t, d);
-    return work(r, t, d, d - idle) + d;
+    return Work{.wait0 = idle, .cpu_a = d - idle};
   }
 
   bool owns(uint32_t r, uint32_t k) const {
@@ -588,8 +663,13 @@ class Sim {
   /// its thread is through and it has paid the rest of its fixed cost (the share of its
   /// wake-up went with its first message, take()) on a core.
   void finish_rank(uint32_t r, double t) {
-    const double ready = std::max(t, port_[r]);
     const double b = sp_.machine.bcast_us * (1 - sp_.machine.bcast_wake_share);
+    if (fair_) {
+      const double cpu = b * sp_.machine.bcast_cpu_share;
+      submit(r, Work{.ready = t, .cpu_a = cpu, .wait1 = b - cpu, .job = Job::kFinish});
+      return;
+    }
+    const double ready = std::max(t, port_[r]);
     done_[r] = b > 0 ? work(r, ready, b, b * sp_.machine.bcast_cpu_share) + b : ready;
   }
 
@@ -618,6 +698,10 @@ class Sim {
         downlink(e.frag, e.rank, e.t);
         return;
       case Kind::kArriveMulticast: {
+        if (fair_) {
+          submit_take(e.rank, e.frag, 1, bytes(e.frag), true);
+          return;
+        }
         const double t = take(e.rank, 1, bytes(e.frag), e.t, true);
         own(e.rank, e.frag, t);
         return;
@@ -628,17 +712,23 @@ class Sim {
         uint64_t m = 0;
         for (uint32_t k : runs_of_[e.frag])
           m += bytes(k);
-        const double t =
-            take(e.rank, static_cast<uint32_t>(runs_of_[e.frag].size()), m, e.t, false);
-        for (uint32_t k : runs_of_[e.frag]) {
-          if (own(e.rank, k, t) && sched_.uses_multicast()) ++result_.repaired;
+        const auto count = static_cast<uint32_t>(runs_of_[e.frag].size());
+        if (fair_) {
+          submit_take(e.rank, e.frag, count, m, false);
+          return;
         }
-        free_runs_.push_back(e.frag);
+        own_run(e.rank, e.frag, take(e.rank, count, m, e.t, false));
         return;
       }
       case Kind::kSend:
         // A later arming, or a send made first (sends_first), voids an earlier kSend.
         if (send_armed_[e.rank] && e.frag == send_gen_[e.rank]) try_send(e.rank, e.t);
+        return;
+      case Kind::kCpuDone:
+        if (e.frag == cpu_gen_) cpu_done();
+        return;
+      case Kind::kWaitDone:
+        step(e.rank);
         return;
       case Kind::kEnter:
         entered_[e.rank] = 1;
@@ -654,6 +744,212 @@ class Sim {
         }
         return;
     }
+  }
+
+  /// Rank r owns the fragments of run `run` from t on.
+  void own_run(uint32_t r, uint32_t run, double t) {
+    for (uint32_t k : runs_of_[run]) {
+      if (own(r, k, t) && sched_.uses_multicast()) ++result_.repaired;
+    }
+    free_runs_.push_back(run);
+  }
+
+  void submit(uint32_t r, const Work& w) {
+    jobs_[r].push_back(w);
+    if (running_[r]) return;
+    running_[r] = 1;
+    step(r);
+  }
+
+  void submit_take(uint32_t r, uint32_t id, uint32_t count, uint64_t m, bool from_multicast) {
+    Work w = take_cost(r, count, m, from_multicast);
+    w.ready = now_;
+    w.job = from_multicast ? Job::kTake : Job::kTakeRun;
+    w.id = id;
+    submit(r, w);
+  }
+
+  /// Carries r's current work on from the phase it reached, at now_, until it waits, needs
+  /// the CPU or r has nothing left to do.
+  void step(uint32_t r) {
+    for (;;) {
+      if (jobs_[r].empty()) {
+        running_[r] = 0;
+        port_[r] = now_;
+        return;
+      }
+      Work& w = jobs_[r].front();
+      switch (w.phase) {
+        case 0: {
+          w.phase = 1;
+          // A send takes what is queued when the thread gets to it.
+          if (w.job == Job::kSend && !make_send(r, w)) {
+            jobs_[r].pop_front();
+            continue;
+          }
+          const double wait = std::max(0.0, w.ready - now_) + w.wait0;
+          if (wait > 0) {
+            push(now_ + wait, r, 0, Kind::kWaitDone);
+            return;
+          }
+        }
+          [[fallthrough]];
+        case 1:
+          w.phase = 2;
+          if (w.cpu_a > 0) {
+            run_cpu(r, w.cpu_a);
+            return;
+          }
+          [[fallthrough]];
+        case 2: {
+          w.phase = 3;
+          const Work now = w;  // mark() may queue work for r
+          mark(r, now);
+          if (now.cpu_b > 0) {
+            run_cpu(r, now.cpu_b);
+            return;
+          }
+        }
+          [[fallthrough]];
+        case 3: {
+          jobs_[r].front().phase = 4;
+          const Work now = jobs_[r].front();
+          if (now.job == Job::kSend) gate(now.id, now.peer, now_ + sp_.model.L);
+          if (now.job == Job::kCopy) gate(now.id, r, now_);
+          Work& cur = jobs_[r].front();
+          if (cur.wait1 > 0) {
+            push(now_ + cur.wait1, r, 0, Kind::kWaitDone);
+            return;
+          }
+        }
+          [[fallthrough]];
+        default: {
+          const Work done = jobs_[r].front();  // end() may queue more work for r
+          jobs_[r].pop_front();
+          end(r, done);
+        }
+      }
+    }
+  }
+
+  /// r's send, when its thread gets to it: the message and its costs, as send_message's.
+  bool make_send(uint32_t r, Work& w) {
+    send_armed_[r] = 0;
+    const Message msg = next_message(r);
+    if (msg.count == 0) return false;
+    const LogGP& g = sp_.model;
+    const double bytes = static_cast<double>(msg.m - 1);
+    const double f = sp_.machine.fragment_us * msg.count;
+    w.cpu_a = g.o;
+    w.cpu_b = bytes * std::max(g.G, sp_.machine.send_cpu_us_per_byte) + f;
+    w.wait1 = std::max(0.0, std::max(g.g, g.o) + bytes * g.G + f - w.cpu_a - w.cpu_b);
+    w.peer = msg.peer;
+    w.id = msg.run;
+    w.m = msg.m;
+    w.after_mark = bytes * g.G;
+    if (gate_left_.size() < runs_of_.size()) {
+      gate_left_.resize(runs_of_.size());
+      gate_at_.resize(runs_of_.size());
+    }
+    gate_left_[msg.run] = bytes * sp_.machine.recv_cpu_us_per_byte > 0 ? 3 : 2;
+    gate_at_[msg.run] = 0;
+    return true;
+  }
+
+  /// One of the things run `run`'s arrival at c waits for is through; it arrives at t at the
+  /// earliest.
+  void gate(uint32_t run, uint32_t c, double t) {
+    gate_at_[run] = std::max(gate_at_[run], t);
+    if (--gate_left_[run] == 0) push(gate_at_[run], c, run, Kind::kArriveRun);
+  }
+
+  /// r's work has paid its first CPU part: a message leaves.
+  void mark(uint32_t r, Work w) {
+    if (w.job == Job::kSend) {
+      // Down the wire it waits only for the links (gate() for the rest).
+      send_wire(Transfer{r, w.peer, w.id, w.m, now_, 0, 0, sp_.model.L}, now_);
+      const double copy = static_cast<double>(w.m - 1) * sp_.machine.recv_cpu_us_per_byte;
+      if (copy > 0) {
+        // The receiver's thread copies the bytes out as they stream in (w.after_mark).
+        submit(w.peer, Work{.ready = now_,
+                            .cpu_a = copy,
+                            .wait1 = std::max(0.0, w.after_mark - copy),
+                            .job = Job::kCopy,
+                            .id = w.id});
+      }
+    } else if (w.job == Job::kMulticast) {
+      const MulticastCost& mc = sp_.machine.multicast;
+      send_wire(Transfer{0, kMulticastTo, w.id, w.m, now_ + w.after_mark, 0, 0,
+                         mc.set() ? mc.L : sp_.model.L},
+                now_);
+    }
+  }
+
+  /// r's work is through.
+  void end(uint32_t r, const Work& w) {
+    switch (w.job) {
+      case Job::kTake:
+        own(r, w.id, now_);
+        return;
+      case Job::kTakeRun:
+        own_run(r, w.id, now_);
+        return;
+      case Job::kSend:
+        if (!queued_[r].empty()) {
+          if (!send_armed_[r]) {
+            send_armed_[r] = 1;
+            submit(r, Work{.ready = now_, .job = Job::kSend});
+          }
+        } else if (done_pending_[r]) {
+          done_pending_[r] = 0;
+          finish_rank(r, now_);
+        }
+        return;
+      case Job::kCopy:
+      case Job::kMulticast:
+        return;
+      case Job::kFinish:
+        done_[r] = now_;
+        return;
+    }
+  }
+
+  double cpu_rate() const {
+    return runnable_ == 0 ? 0 : std::min(1.0, static_cast<double>(sp_.machine.cores) / runnable_);
+  }
+
+  void advance_vtime() {
+    vtime_ += (now_ - vtime_at_) * cpu_rate();
+    vtime_at_ = now_;
+  }
+
+  /// r burns `cpu` us of CPU from now_ on.
+  void run_cpu(uint32_t r, double cpu) {
+    advance_vtime();
+    ++runnable_;
+    cpu_heap_.emplace(vtime_ + cpu, r);
+    arm_cpu();
+  }
+
+  /// The soonest CPU completion under the current rate (earlier armings are void).
+  void arm_cpu() {
+    if (cpu_heap_.empty()) return;
+    const double left = std::max(0.0, cpu_heap_.top().first - vtime_);
+    push(now_ + left / cpu_rate(), 0, ++cpu_gen_, Kind::kCpuDone);
+  }
+
+  void cpu_done() {
+    advance_vtime();
+    const double slack = 1e-9 * std::max(1.0, std::abs(vtime_));
+    through_.clear();
+    while (!cpu_heap_.empty() && cpu_heap_.top().first <= vtime_ + slack) {
+      through_.push_back(cpu_heap_.top().second);
+      cpu_heap_.pop();
+      --runnable_;
+    }
+    for (uint32_t r : through_)
+      step(r);
+    arm_cpu();
   }
 
   void finish() {
@@ -678,6 +974,7 @@ class Sim {
   std::vector<uint8_t> entered_;
   std::vector<double> enter_, port_, done_;
   bool machine_mode_;
+  bool fair_;                      // machine mode, ranks outnumbering cores, shared fairly
   std::vector<Link> up_, down_;    // machine mode: each rank's links
   std::vector<Timeline> cores_;    // machine mode, ranks outnumbering cores: each core
   std::vector<Timeline> threads_;  // and each rank's thread
@@ -691,12 +988,13 @@ class Sim {
   };
   /// A rank's queue, read from `head` and emptied once all of it is read: most hold a few
   /// entries, and a std::deque per rank allocated 600 MB at 2^20 ranks.
-  struct SendQueue {
-    std::vector<Queued> items;
+  template <typename T>
+  struct Fifo {
+    std::vector<T> items;
     std::size_t head = 0;
     bool empty() const { return head == items.size(); }
-    const Queued& front() const { return items[head]; }
-    void push_back(Queued q) { items.push_back(q); }
+    T& front() { return items[head]; }
+    void push_back(const T& q) { items.push_back(q); }
     void pop_front() {
       if (++head == items.size()) {
         items.clear();
@@ -704,6 +1002,7 @@ class Sim {
       }
     }
   };
+  using SendQueue = Fifo<Queued>;
   std::vector<SendQueue> queued_;
   std::vector<uint8_t> send_armed_;
   std::vector<double> armed_at_;          // when the armed kSend is due
@@ -721,6 +1020,18 @@ class Sim {
   std::vector<Transfer> transfers_;  // machine mode: messages on the wire
   std::vector<uint32_t> free_;       // their free slots
   std::vector<uint32_t> kids_;
+  // Fair sharing: each rank's work and whether it is running, the virtual clock, the ranks
+  // burning CPU by when they are through on it, and the kCpuDone armed last.
+  std::vector<Fifo<Work>> jobs_;
+  std::vector<uint8_t> running_;
+  double vtime_ = 0, vtime_at_ = 0;
+  uint32_t runnable_ = 0, cpu_gen_ = 0;
+  std::priority_queue<std::pair<double, uint32_t>, std::vector<std::pair<double, uint32_t>>,
+                      std::greater<>>
+      cpu_heap_;
+  std::vector<uint32_t> through_;
+  std::vector<uint8_t> gate_left_;  // per run: what its arrival still waits for
+  std::vector<double> gate_at_;     // and the earliest it can arrive
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   SimResult result_;
 };

@@ -14,11 +14,13 @@
 // With MachineCosts set, a rank is one thread that runs the engine's loop: it takes a batch of
 // the messages that have arrived (its o, the engine's work per fragment and per byte each),
 // then sends what it queued for its children (consecutive fragments for one peer as one run),
-// then the next batch. Every piece of work also takes one of the machine's cores (cores > 0;
-// first fit), where a send holds the core for o and the bytes but the thread for the gap
-// g; messages queue on their sender's uplink and each receiver's downlink (link_mbit > 0),
-// multicast datagrams cost MulticastCost; a rank pays the share bcast_wake_share of bcast_us
-// before it takes its first message (it sleeps in the broadcast until then) and the rest
+// then the next batch. Where ranks outnumber the machine's cores, work also needs a core:
+// first come, first served (first fit), or shared fairly (cpu.sharing fair: every rank with
+// work runs at cores / runnable of a core's speed, as the kernel's scheduler shares them). A
+// send burns CPU for o and the bytes but holds the thread for the gap g; messages queue on
+// their sender's uplink and each receiver's downlink (link_mbit > 0), multicast datagrams
+// cost MulticastCost; a rank pays the share bcast_wake_share of bcast_us before it takes its
+// first message (it sleeps in the broadcast until then) and the rest
 // once it owns the message and has handed its last forward to the channel, then returns.
 
 #include <cstdint>

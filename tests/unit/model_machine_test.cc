@@ -189,6 +189,94 @@ TEST(MachineSim, AFixedCostWithoutCpuTakesNoCore) {
   EXPECT_DOUBLE_EQ(last(sp), 2 * gap + g.o + 3 * g.o + b);
 }
 
+// Linear to 2 ranks of 1 byte on one core shared fairly, with o = g (no wait in a send), no
+// flight and a fixed cost b at each return.
+SimParams linear_shared_fairly(double b) {
+  SimParams sp = base(Algorithm::kLinear, 3, 1);
+  sp.model = LogGP{0, 2, 2, 0.01};
+  sp.machine.cores = 1;
+  sp.machine.sharing = CpuSharing::kFair;
+  sp.machine.bcast_us = b;
+  return sp;
+}
+
+TEST(MachineSim, RanksSharingACoreFairlyProgressTogether) {
+  const double o = 2, b = 20;
+  SimParams sp = linear_shared_fairly(b);
+  auto r = simulate(sp);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  // The root's first send runs alone (0..o). Rank 1's receive and the root's second send
+  // then share the core, each at half speed, and are through together at 3o; rank 1's fixed
+  // cost and rank 2's receive share it until 5o, then rank 2's fixed cost (b) and what is left
+  // of rank 1's (b - o): rank 1 returns at 5o + 2(b - o), rank 2 o later. The core never
+  // idles: the last return is all the CPU, 4o + 2b.
+  EXPECT_DOUBLE_EQ(r->done[1], 3 * o + 2 * b);
+  EXPECT_DOUBLE_EQ(r->done[2], 4 * o + 2 * b);
+  // First come, first served, the same CPU runs one piece at a time: the last return is the
+  // same, rank 1 returns earlier.
+  sp.machine.sharing = CpuSharing::kFirstCome;
+  auto first = simulate(sp);
+  ASSERT_TRUE(first.is_ok());
+  EXPECT_DOUBLE_EQ(first->last, 4 * o + 2 * b);
+  EXPECT_LT(first->done[1], r->done[1]);
+}
+
+TEST(MachineSim, AWaitSharesNoCore) {
+  // The fixed cost without CPU (the scheduler's latency): a waiting rank leaves the core to
+  // the others. Rank 1's receive shares the core with the root's second send (through at 3o),
+  // then it waits b while rank 2's receive runs alone (3o..4o).
+  const double o = 2, b = 20;
+  SimParams sp = linear_shared_fairly(b);
+  sp.machine.bcast_cpu_share = 0;
+  auto r = simulate(sp);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_DOUBLE_EQ(r->done[1], 3 * o + b);
+  EXPECT_DOUBLE_EQ(r->done[2], 4 * o + b);
+  // With a core for each, nothing is shared: both receives start as their message arrives.
+  sp.machine.cores = 3;
+  auto own = simulate(sp);
+  ASSERT_TRUE(own.is_ok());
+  EXPECT_DOUBLE_EQ(own->done[1], 2 * o + b);
+  EXPECT_DOUBLE_EQ(own->done[2], 3 * o + b);
+}
+
+TEST(MachineSim, SharedFairlyAStreamWaitsForBothEndsCpu) {
+  // A chain of 3 on 2 cores: at most two ranks have work at once (the sender's bytes, the
+  // receiver's copy), so each runs at full speed. A message arrives when its stream is down
+  // (after o, the bytes at G, the flight) and the receiver has copied it out.
+  SimParams sp = base(Algorithm::kChain, 3, 100001);
+  sp.machine.cores = 2;
+  sp.machine.sharing = CpuSharing::kFair;
+  const LogGP& g = sp.model;
+  const double bytes = 100000;
+  sp.machine.recv_cpu_us_per_byte = 0.005;  // the copy keeps up with the stream
+  EXPECT_DOUBLE_EQ(last(sp), 2 * (g.o + bytes * g.G + g.L + g.o));
+  sp.machine.recv_cpu_us_per_byte = 0.02;  // the receiver's CPU sets the pace
+  EXPECT_DOUBLE_EQ(last(sp), 2 * (g.o + bytes * 0.02 + g.o));
+}
+
+TEST(MachineSim, FairSharingIsNeverFasterThanACoreEach) {
+  // Every algorithm, pipelined too, on two cores shared fairly by 8 ranks: every rank
+  // returns, no earlier than it would with a core each.
+  for (Algorithm a : {Algorithm::kLinear, Algorithm::kBinomial, Algorithm::kChain,
+                      Algorithm::kFragmentedChain, Algorithm::kTwoStage}) {
+    SimParams sp = base(a, 8, 64 * 1024);
+    sp.machine.bcast_us = 30;
+    sp.machine.fragment_us = 0.5;
+    sp.machine.run_bytes = 16384;
+    sp.machine.cores = 8;
+    auto alone = simulate(sp);
+    sp.machine.cores = 2;
+    sp.machine.sharing = CpuSharing::kFair;
+    auto fair = simulate(sp);
+    ASSERT_TRUE(alone.is_ok() && fair.is_ok()) << static_cast<int>(a);
+    ASSERT_EQ(fair->done.size(), 8u);
+    for (uint32_t r = 1; r < 8; ++r)
+      EXPECT_GE(fair->done[r], alone->done[r] - 1e-9) << static_cast<int>(a) << " rank " << r;
+    EXPECT_GE(fair->last, alone->last - 1e-9) << static_cast<int>(a);
+  }
+}
+
 TEST(MachineSim, LinksQueueAtTheSenderAndCutThrough) {
   // 1 Mbit/s: a byte takes 8 us on the wire, far more than the CPU's cost.
   SimParams sp = base(Algorithm::kLinear, 3, 1000);
@@ -299,6 +387,7 @@ TEST(MachineParams, RoundTrip) {
   p.machine.run_min_bytes = 32768;
   p.machine.byte_us = 0.0001;
   p.machine.cores = 2;
+  p.machine.sharing = CpuSharing::kFair;
   p.machine.link_mbit = 200;
   p.machine.link_burst_bytes = 32768;
   p.machine.link_idle_us = 200;
@@ -319,6 +408,7 @@ TEST(MachineParams, RoundTrip) {
   EXPECT_DOUBLE_EQ(q->machine.run_bytes, 262144);
   EXPECT_DOUBLE_EQ(q->machine.run_min_bytes, 32768);
   EXPECT_EQ(q->machine.cores, 2u);
+  EXPECT_EQ(q->machine.sharing, CpuSharing::kFair);
   EXPECT_DOUBLE_EQ(q->machine.link_mbit, 200);
   EXPECT_DOUBLE_EQ(q->machine.link_burst_bytes, 32768);
   EXPECT_DOUBLE_EQ(q->machine.link_idle_us, 200);
@@ -329,16 +419,18 @@ TEST(MachineParams, MissingKeysKeepDefaults) {
   auto q = parse_model_params("# only one\nengine.bcast_us = 3\n");
   ASSERT_TRUE(q.is_ok());
   EXPECT_DOUBLE_EQ(q->machine.bcast_us, 3);
-  EXPECT_DOUBLE_EQ(q->machine.bcast_cpu_share, 1);  // all of it on a core, as before the key
+  EXPECT_DOUBLE_EQ(q->machine.bcast_cpu_share, 1);        // all of it on a core, as before the key
+  EXPECT_EQ(q->machine.sharing, CpuSharing::kFirstCome);  // as before the key
   EXPECT_DOUBLE_EQ(q->reliable.L, LogGP{}.L);
   EXPECT_FALSE(q->machine.multicast.set());
 }
 
 TEST(MachineParams, ErrorsNameTheLine) {
-  for (const char* bad : {"reliable.L_us = -1\n", "# ok\nnot a pair\n", "engine.speed = 3\n",
-                          "cpu.cores = 1.5\n", "link.mbit = fast\n", "reliable.o_us =\n",
-                          "link.previous_broadcasts = 1.5\n", "link.previous_broadcasts = 9\n",
-                          "engine.bcast_wake_share = 1.5\n", "engine.bcast_cpu_share = 2\n"}) {
+  for (const char* bad :
+       {"reliable.L_us = -1\n", "# ok\nnot a pair\n", "engine.speed = 3\n", "cpu.cores = 1.5\n",
+        "link.mbit = fast\n", "reliable.o_us =\n", "link.previous_broadcasts = 1.5\n",
+        "link.previous_broadcasts = 9\n", "engine.bcast_wake_share = 1.5\n",
+        "engine.bcast_cpu_share = 2\n", "cpu.sharing = 1\n", "cpu.sharing = round_robin\n"}) {
     auto q = parse_model_params(bad);
     ASSERT_FALSE(q.is_ok()) << bad;
     EXPECT_EQ(q.status().code(), Errc::kInvalidArgument);
