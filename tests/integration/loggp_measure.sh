@@ -54,6 +54,7 @@ done
 for key in reliable.o_us multicast.o_s_us multicast.o_r_us engine.byte_us cpu.cores; do
   check "$key is positive ($(value "$key"))" "awk 'BEGIN { exit !($(value "$key") > 0) }'"
 done
+check "the cores are shared fairly" "[[ '$(value cpu.sharing)' == fair ]]"
 check "the given values are kept" \
   "[[ $(value link.mbit) == 200 && $(value engine.fragment_us) == 0.05 ]]"
 check "sim accepts the parameter file" \
