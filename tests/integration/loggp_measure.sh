@@ -55,6 +55,8 @@ for key in reliable.o_us multicast.o_s_us multicast.o_r_us engine.byte_us cpu.co
   check "$key is positive ($(value "$key"))" "awk 'BEGIN { exit !($(value "$key") > 0) }'"
 done
 check "the cores are shared fairly" "[[ '$(value cpu.sharing)' == fair ]]"
+check "the stream's rate is rank 1's, the root's beside it" \
+  "grep -Eq '^# reliable.G: .* at rank 1 [0-9.e-]+ if less \\(the root returned after [0-9.e-]+\\)\$' '$dir/params.txt'"
 check "the given values are kept" \
   "[[ $(value link.mbit) == 200 && $(value engine.fragment_us) == 0.05 ]]"
 check "sim accepts the parameter file" \
