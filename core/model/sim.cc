@@ -281,6 +281,7 @@ class Sim {
     uint32_t peer = 0;      // a send's receiver
     uint64_t m = 0;         // the message's bytes
     double after_mark = 0;  // a send's stream (bytes at G), a datagram's sender's CPU left
+    double copy = 0;        // a send's copy at its receiver
   };
 
   /// A reliable message: `count` fragments, m bytes, run `run` (runs_of_) for `peer`.
@@ -355,22 +356,34 @@ class Sim {
   /// ready at t.
   void send_message(uint32_t r, uint32_t c, uint32_t count, uint64_t m, double t, uint32_t run) {
     const LogGP& g = sp_.model;
-    const double cpu = std::max(g.G, sp_.machine.send_cpu_us_per_byte);
-    const double head = std::max(g.g, g.o);
-    const double bytes = static_cast<double>(m - 1);
-    const double f = sp_.machine.fragment_us * count;
-    const double d = head + bytes * g.G + f;
-    // The thread (the channel) is busy for the gap; the CPU only for o and the bytes:
-    // LogGP's g - o is the network's, which another rank on the core can use.
-    const double s = work(r, t, d, g.o + bytes * cpu + f);
-    sending_[r] = s + d;
+    const SendCost cost = send_cost(count, m);
+    const double s = work(r, t, cost.thread, g.o + cost.bytes_cpu + cost.fragments);
+    sending_[r] = s + cost.thread;
     // The receiver copies the bytes out of its socket as they stream in, on its own thread
     // and a core, beside the sender (on a core each that overlaps; on shared cores not).
-    const double stream = bytes * g.G;
-    const double copy = bytes * sp_.machine.recv_cpu_us_per_byte;
-    double done = s + g.o + stream;
-    if (copy > 0) done = std::max(done, work(c, s + g.o, stream, copy) + stream);
+    double done = s + g.o + cost.stream;
+    if (cost.copy > 0)
+      done = std::max(done, work(c, s + g.o, cost.stream, cost.copy) + cost.stream);
     send_wire(Transfer{r, c, run, m, done, 0, 0, g.L}, s + g.o);
+  }
+
+  /// One reliable message of `count` fragments and m bytes. The sender's thread (the
+  /// channel) is busy for the gap, the bytes at G and the engine's work per fragment; its CPU
+  /// only for o, the bytes and the engine's work (LogGP's g - o is the network's, which
+  /// another rank on the core can use). The bytes stream at G, and the receiver copies them
+  /// out at its CPU per byte.
+  struct SendCost {
+    double thread, bytes_cpu, fragments, stream, copy;
+  };
+  SendCost send_cost(uint32_t count, uint64_t m) const {
+    const LogGP& g = sp_.model;
+    const double bytes = static_cast<double>(m - 1);
+    const double f = sp_.machine.fragment_us * count;
+    return SendCost{.thread = std::max(g.g, g.o) + bytes * g.G + f,
+                    .bytes_cpu = bytes * std::max(g.G, sp_.machine.send_cpu_us_per_byte),
+                    .fragments = f,
+                    .stream = bytes * g.G,
+                    .copy = bytes * sp_.machine.recv_cpu_us_per_byte};
   }
 
   uint32_t new_run() {
@@ -803,20 +816,18 @@ class Sim {
           [[fallthrough]];
         case 2: {
           w.phase = 3;
-          const Work now = w;  // mark() may queue work for r
-          mark(r, now);
-          if (now.cpu_b > 0) {
-            run_cpu(r, now.cpu_b);
+          mark(r, w);  // queues work for the receiver only: w stays where it is
+          if (w.cpu_b > 0) {
+            run_cpu(r, w.cpu_b);
             return;
           }
         }
           [[fallthrough]];
         case 3: {
-          jobs_[r].front().phase = 4;
-          const Work now = jobs_[r].front();
-          if (now.job == Job::kSend) gate(now.id, now.peer, now_ + sp_.model.L);
-          if (now.job == Job::kCopy) gate(now.id, r, now_);
           Work& cur = jobs_[r].front();
+          cur.phase = 4;
+          if (cur.job == Job::kSend) gate(cur.id, cur.peer, now_ + sp_.model.L);
+          if (cur.job == Job::kCopy) gate(cur.id, r, now_);
           if (cur.wait1 > 0) {
             push(now_ + cur.wait1, r, 0, Kind::kWaitDone);
             return;
@@ -837,21 +848,20 @@ class Sim {
     send_armed_[r] = 0;
     const Message msg = next_message(r);
     if (msg.count == 0) return false;
-    const LogGP& g = sp_.model;
-    const double bytes = static_cast<double>(msg.m - 1);
-    const double f = sp_.machine.fragment_us * msg.count;
-    w.cpu_a = g.o;
-    w.cpu_b = bytes * std::max(g.G, sp_.machine.send_cpu_us_per_byte) + f;
-    w.wait1 = std::max(0.0, std::max(g.g, g.o) + bytes * g.G + f - w.cpu_a - w.cpu_b);
+    const SendCost cost = send_cost(msg.count, msg.m);
+    w.cpu_a = sp_.model.o;
+    w.cpu_b = cost.bytes_cpu + cost.fragments;
+    w.wait1 = std::max(0.0, cost.thread - w.cpu_a - w.cpu_b);
     w.peer = msg.peer;
     w.id = msg.run;
     w.m = msg.m;
-    w.after_mark = bytes * g.G;
+    w.after_mark = cost.stream;
+    w.copy = cost.copy;
     if (gate_left_.size() < runs_of_.size()) {
       gate_left_.resize(runs_of_.size());
       gate_at_.resize(runs_of_.size());
     }
-    gate_left_[msg.run] = bytes * sp_.machine.recv_cpu_us_per_byte > 0 ? 3 : 2;
+    gate_left_[msg.run] = cost.copy > 0 ? 3 : 2;
     gate_at_[msg.run] = 0;
     return true;
   }
@@ -868,12 +878,11 @@ class Sim {
     if (w.job == Job::kSend) {
       // Down the wire it waits only for the links (gate() for the rest).
       send_wire(Transfer{r, w.peer, w.id, w.m, now_, 0, 0, sp_.model.L}, now_);
-      const double copy = static_cast<double>(w.m - 1) * sp_.machine.recv_cpu_us_per_byte;
-      if (copy > 0) {
+      if (w.copy > 0) {
         // The receiver's thread copies the bytes out as they stream in (w.after_mark).
         submit(w.peer, Work{.ready = now_,
-                            .cpu_a = copy,
-                            .wait1 = std::max(0.0, w.after_mark - copy),
+                            .cpu_a = w.copy,
+                            .wait1 = std::max(0.0, w.after_mark - w.copy),
                             .job = Job::kCopy,
                             .id = w.id});
       }
