@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/protocol/algorithm.h"
 #include "core/protocol/units.h"
@@ -23,6 +25,16 @@ enum class NodeAware : uint8_t {
 
 /// "No limit" for a size threshold: larger than any message.
 inline constexpr uint64_t kAnySize = ~uint64_t{0};
+
+/// `auto`'s choice per message size for groups of at least `ranks` ranks (the
+/// `auto_table` knob; core/protocol/decide.h): a message of n bytes takes the
+/// algorithm of the first entry whose size is >= n.
+struct AutoTableRow {
+  uint32_t ranks = 2;
+  std::vector<std::pair<uint64_t, Algorithm>> sizes;  ///< (largest size, algorithm), ascending
+
+  bool operator==(const AutoTableRow&) const = default;
+};
 
 struct EngineConfig {
   Algorithm algorithm = Algorithm::kAuto;
@@ -58,6 +70,11 @@ struct EngineConfig {
   /// link costs more than the overlap wins. A slow link (a few hundred Mbit/s)
   /// pipelines better with less.
   uint64_t run_min = 32 * 1024;
+  /// `auto` per group and message size (what `ibbcast sim --derive-auto`
+  /// derives), rows ascending in ranks; a group takes the row of the most ranks
+  /// not above its size, and the thresholds above where no row or entry covers
+  /// it. Empty: the thresholds only.
+  std::vector<AutoTableRow> auto_table;
   uint32_t knomial_radix = 4;
   uint32_t fibo_s = 1;  ///< Fibo-tree send cost (model units)
   uint32_t fibo_r = 3;  ///< Fibo-tree receive cost (model units)

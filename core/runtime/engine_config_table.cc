@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/model/loggp_fit.h"
+#include "core/protocol/decide.h"
 #include "core/runtime/config_fields.h"
 
 namespace ibbcast {
@@ -71,6 +72,13 @@ Status parse_fibo_s(EngineConfig& c, std::string_view t) {
   return Status::ok();
 }
 
+Status parse_table(EngineConfig& c, std::string_view t) {
+  auto table = parse_auto_table(t);
+  if (!table) return table.status();
+  c.auto_table = std::move(*table);
+  return Status::ok();
+}
+
 // Inline parameters are one data line of the parameter file's format, so one
 // parser (parse_loggp_csv) reads both.
 Status parse_loggp(EngineConfig& c, std::string_view t) {
@@ -129,7 +137,7 @@ std::string format_node_aware(const EngineConfig& c) {
   return "auto";
 }
 
-const std::array<ConfigField<EngineConfig>, 21> kTable = {{
+const std::array<ConfigField<EngineConfig>, 22> kTable = {{
     {"algorithm", "auto", "broadcast algorithm; auto applies the decision function", parse_algo,
      [](const EngineConfig& c) { return std::string(algorithm_name(c.algorithm)); }},
     bool_field<&EngineConfig::multicast>("multicast", "on",
@@ -145,6 +153,11 @@ const std::array<ConfigField<EngineConfig>, 21> kTable = {{
     size_field<&EngineConfig::scatter_size>(
         "scatter_size", "16k",
         "the point-to-point choice: binomial up to this size, scatter-allgather above"),
+    {"auto_table", "",
+     "auto per group and message size, RANKS:SIZE=ALGORITHM,...;RANKS:... (`ibbcast sim "
+     "--derive-auto` prints one): a group takes the row of the most ranks not above its size, "
+     "the first entry not below the message; the thresholds above decide the rest",
+     parse_table, [](const EngineConfig& c) { return format_auto_table(c.auto_table); }},
     {"fragment_size", "0", "payload bytes per fragment, 256..65000; 0 = transport maximum",
      parse_fragment, [](const EngineConfig& c) { return format_size(c.fragment_size); }},
     duration_field<&EngineConfig::root_delay>(

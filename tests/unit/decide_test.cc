@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ibbcast {
@@ -159,6 +160,82 @@ TEST(Decide, SameInputsSameOutputAcrossIndependentConfigs) {
         EXPECT_EQ(decide_algorithm(a, p, n, mc), decide_algorithm(b, p, n, mc)) << Where(p, n, mc);
       }
     }
+  }
+}
+
+// The table's row is that of the most ranks not above the group's, its entry the first whose
+// size is not below the message; where none covers, the thresholds decide; a named algorithm
+// is never overridden; two-stage without multicast is the point-to-point choice.
+TEST(Decide, AutoTablePicksByRowThenSize) {
+  EngineConfig cfg;
+  auto table = parse_auto_table("4:1k=binomial,64k=knomial;8:any=fragmented_chain");
+  ASSERT_TRUE(table.is_ok()) << table.status().to_string();
+  cfg.auto_table = *table;
+  EngineConfig plain;  // the thresholds alone
+  for (uint64_t n : Sizes()) {
+    for (bool mc : {true, false}) {
+      EXPECT_EQ(decide_algorithm(cfg, 3, n, mc), decide_algorithm(plain, 3, n, mc))
+          << Where(3, n, mc);
+      for (uint32_t p : {4u, 5u, 7u}) {
+        const Algorithm want = n <= 1024    ? Algorithm::kBinomial
+                               : n <= 65536 ? Algorithm::kKnomial
+                                            : decide_algorithm(plain, p, n, mc);
+        EXPECT_EQ(decide_algorithm(cfg, p, n, mc), want) << Where(p, n, mc);
+      }
+      for (uint32_t p : {8u, 64u}) {
+        EXPECT_EQ(decide_algorithm(cfg, p, n, mc), Algorithm::kFragmentedChain) << Where(p, n, mc);
+      }
+    }
+  }
+  cfg.algorithm = Algorithm::kLinear;
+  EXPECT_EQ(decide_algorithm(cfg, 8, 1, true), Algorithm::kLinear);
+  cfg.algorithm = Algorithm::kAuto;
+  cfg.auto_table = *parse_auto_table("2:any=two_stage");
+  EXPECT_EQ(decide_algorithm(cfg, 8, 1000, true), Algorithm::kTwoStage);
+  EXPECT_EQ(decide_algorithm(cfg, 8, 1000, false), best_point_to_point(cfg, 8, 1000));
+  cfg.multicast = false;
+  EXPECT_EQ(decide_algorithm(cfg, 8, 1000, true), best_point_to_point(cfg, 8, 1000));
+}
+
+TEST(Decide, AutoTableTextRoundTrips) {
+  for (const char* text :
+       {"", "2:any=linear", "4:1k=binomial,64k=knomial;8:any=fragmented_chain",
+        "2:1=two_stage,1000=chain,1m=split_binary,any=fibo_tree;16:any=linear"}) {
+    auto table = parse_auto_table(text);
+    ASSERT_TRUE(table.is_ok()) << text << ": " << table.status().to_string();
+    EXPECT_EQ(format_auto_table(*table), text);
+  }
+  auto t = parse_auto_table("3:4096=binary,any=scatter-allgather");
+  ASSERT_TRUE(t.is_ok());
+  ASSERT_EQ(t->size(), 1u);
+  EXPECT_EQ((*t)[0].ranks, 3u);
+  EXPECT_EQ((*t)[0].sizes.front(), std::make_pair(uint64_t{4096}, Algorithm::kBinary));
+  EXPECT_EQ((*t)[0].sizes.back(), std::make_pair(kAnySize, Algorithm::kScatterAllgather));
+  EXPECT_EQ(format_auto_table(*t), "3:4k=binary,any=scatter_allgather");
+}
+
+TEST(Decide, AutoTableErrorsNameTheItem) {
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"8", "'8': no RANKS:"},
+      {"8:", "'': no SIZE=ALGORITHM"},
+      {"1:any=linear", "RANKS must be a group size >= 2"},
+      {"x:any=linear", "RANKS must be a group size >= 2"},
+      {"8:1k=linear,1k=binary", "'1k=binary': sizes must ascend in a row"},
+      {"8:any=linear,1k=binary", "sizes must ascend"},
+      {"8:1k=auto", "'1k=auto': not an algorithm other than auto"},
+      {"8:1k=fastest", "not an algorithm"},
+      {"8:1q=linear", "'1q=linear'"},
+      {"8:any=linear;4:any=linear", "rows must ascend in RANKS"},
+      {"4:any=linear;4:any=binary", "rows must ascend in RANKS"},
+      {"4:any=linear;", "no RANKS:"},
+  };
+  for (const auto& [text, why] : bad) {
+    auto t = parse_auto_table(text);
+    ASSERT_FALSE(t.is_ok()) << text;
+    EXPECT_EQ(t.status().code(), Errc::kInvalidArgument) << text;
+    EXPECT_NE(t.status().message().find(why), std::string::npos)
+        << text << ": " << t.status().message();
+    EXPECT_NE(t.status().message().find("auto_table"), std::string::npos) << text;
   }
 }
 
