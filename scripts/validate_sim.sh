@@ -22,6 +22,7 @@
 #   RANKS="2 4 8"  SIZES=1,1k,64k,1m,16m  SHAPED_SIZES=1,1k,64k,1m  RATE=200 (Mbit/s, 0: none)
 #   ALGORITHMS=(every one)  ITERATIONS=20  WARMUP=2  FRAGMENT=8k  MTU=9000  OUT=docs/bench
 #   ROUNDS=5: passes over each sweep (`bench --rounds`), the iterations split over them
+#   TABLE_MARGIN=0: sim --derive-auto --table-margin
 #   PARAMS=FILE: use this parameter file instead of calibrating ("%n" in it: the rank count)
 #   BENCH=FILE: with PARAMS, predict and compare the rows of an earlier run (no fabric)
 set -euo pipefail
@@ -77,6 +78,7 @@ export MTU=${MTU:-9000} FRAGMENT=${FRAGMENT:-8k} RATE=${RATE:-200}
 export SIZES=${SIZES:-1,1k,64k,1m,16m} SHAPED_SIZES=${SHAPED_SIZES:-1,1k,64k,1m}
 export ALGORITHMS=${ALGORITHMS:-two_stage,linear,chain,fragmented_chain,binary,binomial,knomial,split_binary,scatter_allgather,fibo_tree}
 export ITERATIONS=${ITERATIONS:-20} WARMUP=${WARMUP:-2} ROUNDS=${ROUNDS:-5}
+TABLE_MARGIN=${TABLE_MARGIN:-0}
 # UCX over TCP: its shared-memory transports would cross the namespaces of one host.
 export UCX_TLS=tcp
 read -r -a ranks <<<"${RANKS:-2 4 8}"
@@ -161,9 +163,10 @@ fi
 # the root's 200 us wait of the per-node method before each broadcast; the broadcasts follow
 # each other, so what one leaves queued on a link (two-stage's ring copies) delays the next.
 # Beside them, what `auto` picks per cell under the default knobs, the LogGP-calibrated ones
-# and the crossovers the simulator derives from the same parameters (sim --derive-auto).
+# and the crossovers and table the simulator derives from the same parameters (sim
+# --derive-auto; the table's knob printed per shape and rank count).
 : >"$tmp/sim.csv"
-echo "shape,ranks,multicast,crossover_nodes,crossover_size,multicast_max_size,scatter_size,fibo_s,fibo_r,size,auto_default,auto_loggp,auto_model" >"$tmp/auto.csv"
+echo "shape,ranks,multicast,crossover_nodes,crossover_size,multicast_max_size,scatter_size,fibo_s,fibo_r,size,auto_default,auto_loggp,auto_model,auto_table" >"$tmp/auto.csv"
 for n in "${ranks[@]}"; do
   shaped=$tmp/params-shaped-$n.txt
   sed -e "s/^link.mbit = .*/link.mbit = $RATE/" "$(params_of "$n")" >"$shaped"
@@ -178,7 +181,9 @@ for n in "${ranks[@]}"; do
         awk -v sh="$shape" -F, '$1 != "algorithm" { print sh "," $0 }' >>"$tmp/sim.csv"
     done
     "$bin" sim --derive-auto --ranks "$n" --sizes "$sizes" --fragment-size "$FRAGMENT" \
-      --params "$p" | awk -v sh="$shape" 'NR > 1 { print sh "," $0 }' >>"$tmp/auto.csv"
+      --params "$p" --table-margin "$TABLE_MARGIN" 2>"$tmp/table" |
+      awk -v sh="$shape" 'NR > 1 { print sh "," $0 }' >>"$tmp/auto.csv"
+    sed -e "s/^ibbcast sim: /validate_sim: $shape, $n ranks: /" "$tmp/table" >&2
   done
 done
 

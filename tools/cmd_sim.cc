@@ -261,6 +261,13 @@ int derive_auto(const Args& a, const SimSetup& s) {
     return 2;
   }
   const double margin = *margin_arg;
+  auto table_margin_arg = parse_real(option(a, "table-margin", "0"));
+  if (!table_margin_arg || *table_margin_arg < 0) {
+    std::fprintf(stderr, "ibbcast sim: --table-margin: a fraction >= 0\n");
+    return 2;
+  }
+  const double table_margin = *table_margin_arg;
+  std::vector<AutoTableRow> table;
   std::FILE* out = s.csv.empty() ? stdout : std::fopen(s.csv.c_str(), "w");
   if (out == nullptr) {
     std::fprintf(stderr, "ibbcast sim: cannot write %s\n", s.csv.c_str());
@@ -268,7 +275,7 @@ int derive_auto(const Args& a, const SimSetup& s) {
   }
   std::fputs(
       "ranks,multicast,crossover_nodes,crossover_size,multicast_max_size,scatter_size,fibo_s,"
-      "fibo_r,size,auto_default,auto_loggp,auto_model\n",
+      "fibo_r,size,auto_default,auto_loggp,auto_model,auto_table\n",
       out);
   for (uint32_t p : s.ranks) {
     CalibrationInput in;
@@ -286,6 +293,28 @@ int derive_auto(const Args& a, const SimSetup& s) {
       if (out != stdout) std::fclose(out);
       return 2;
     }
+    // The table is decided at every power of two up to the largest size (and at the sizes
+    // asked about), with the engine's own radix and Fibo-tree: what the sweep measures.
+    AutoTableInput ti;
+    ti.p = p;
+    ti.fragment_size = in.fragment_size;
+    ti.multicast = in.multicast;
+    ti.knomial_radix = defaults.knomial_radix;
+    ti.fibo_s = defaults.fibo_s;
+    ti.fibo_r = defaults.fibo_r;
+    ti.margin = table_margin;
+    for (uint64_t n = 1; n < in.linear_check_max; n *= 2)
+      ti.sizes.push_back(n);
+    ti.sizes.insert(ti.sizes.end(), sizes.begin(), sizes.end());
+    std::sort(ti.sizes.begin(), ti.sizes.end());
+    ti.sizes.erase(std::unique(ti.sizes.begin(), ti.sizes.end()), ti.sizes.end());
+    auto row = derive_auto_row_machine(params, ti);
+    if (!row) {
+      std::fprintf(stderr, "ibbcast sim: %s\n", row.status().to_string().c_str());
+      if (out != stdout) std::fclose(out);
+      return 2;
+    }
+    table.push_back(*row);
     const Calibration loggp = calibrate(params.reliable, in);
     auto with = [&](const Calibration& c) {
       EngineConfig cfg = defaults;
@@ -296,6 +325,8 @@ int derive_auto(const Args& a, const SimSetup& s) {
       return cfg;
     };
     const EngineConfig by_loggp = with(loggp), by_model = with(*derived);
+    EngineConfig by_table = defaults;
+    by_table.auto_table = {*row};
     for (uint64_t n : sizes) {
       auto name = [&](const EngineConfig& cfg) {
         return std::string(algorithm_name(decide_algorithm(cfg, p, n, in.multicast)));
@@ -304,14 +335,23 @@ int derive_auto(const Args& a, const SimSetup& s) {
         return v == kNeverCrossover ? std::string("never")
                                     : std::to_string(static_cast<unsigned long long>(v));
       };
-      std::fprintf(out, "%u,%d,%u,%s,%s,%s,%u,%u,%llu,%s,%s,%s\n", p, in.multicast ? 1 : 0,
+      std::fprintf(out, "%u,%d,%u,%s,%s,%s,%u,%u,%llu,%s,%s,%s,%s\n", p, in.multicast ? 1 : 0,
                    derived->crossover_nodes, size(derived->crossover_size).c_str(),
                    size(derived->multicast_max_size).c_str(), size(derived->scatter_size).c_str(),
                    derived->fibo_s, derived->fibo_r, static_cast<unsigned long long>(n),
-                   name(defaults).c_str(), name(by_loggp).c_str(), name(by_model).c_str());
+                   name(defaults).c_str(), name(by_loggp).c_str(), name(by_model).c_str(),
+                   name(by_table).c_str());
     }
   }
   if (out != stdout) std::fclose(out);
+  // The table's knob for these group sizes (rows ascend as the ranks do).
+  std::sort(table.begin(), table.end(),
+            [](const AutoTableRow& x, const AutoTableRow& y) { return x.ranks < y.ranks; });
+  table.erase(
+      std::unique(table.begin(), table.end(),
+                  [](const AutoTableRow& x, const AutoTableRow& y) { return x.ranks == y.ranks; }),
+      table.end());
+  std::fprintf(stderr, "ibbcast sim: auto_table=%s\n", format_auto_table(table).c_str());
   return 0;
 }
 

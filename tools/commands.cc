@@ -102,11 +102,15 @@ constexpr OptionDoc kSimOptions[] = {
     {"csv", "FILE", "write the CSV here instead of stdout"},
     {"svg", "FILE", "also plot the results"},
     {"derive-auto", "",
-     "instead, auto's crossovers derived by the simulator from --params, and auto's pick per "
-     "size (--sizes) under the default, LogGP-calibrated and derived knobs"},
+     "instead, auto's crossovers and auto_table derived by the simulator from --params, and "
+     "auto's pick per size (--sizes) under the default, LogGP-calibrated and derived knobs and "
+     "the table (its knob on stderr)"},
     {"sizes", "LIST", "with --derive-auto: message sizes (1,1k,64k,1m,16m)"},
     {"margin", "FRACTION",
      "with --derive-auto: move a threshold only where the other side wins by more (0.15)"},
+    {"table-margin", "FRACTION",
+     "with --derive-auto: the auto_table keeps the pick of the size before while within this "
+     "fraction of the best (0)"},
     {"torus", "XxY", "the torus multicast models instead, e.g. 8x8"},
     {"partitions", "LIST", "torus partitions (with --torus)"},
 };

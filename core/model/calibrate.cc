@@ -142,6 +142,47 @@ Result<Calibration> calibrate_with(const ModelLast& last, const CalibrationInput
   return c;
 }
 
+Result<AutoTableRow> derive_auto_row(const ModelLast& last, const AutoTableInput& in) {
+  if (in.sizes.empty()) return make_error(Errc::kInvalidArgument, "derive_auto_row: no sizes");
+  AutoTableRow row;
+  row.ranks = std::max<uint32_t>(in.p, 2);
+  bool have_pick = false;
+  Algorithm pick = Algorithm::kLinear;
+  for (uint64_t n : in.sizes) {
+    ModelInput mi;
+    mi.p = row.ranks;
+    mi.n = n;
+    mi.fragment_size = in.fragment_size;
+    mi.knomial_radix = in.knomial_radix;
+    mi.fibo_s = in.fibo_s;
+    mi.fibo_r = in.fibo_r;
+    double best = 0, picked = 0;
+    Algorithm best_algorithm = Algorithm::kLinear;
+    bool found = false;
+    for (int i = 1; i < kAlgorithmCount; ++i) {
+      mi.algorithm = static_cast<Algorithm>(i);
+      if (mi.algorithm == Algorithm::kTwoStage && !in.multicast) continue;
+      auto t = last(mi);
+      IBBCAST_RETURN_IF_ERROR(t.status());
+      if (!found || *t < best) {
+        best = *t;
+        best_algorithm = mi.algorithm;
+        found = true;
+      }
+      if (have_pick && mi.algorithm == pick) picked = *t;
+    }
+    if (!have_pick || picked > best * (1 + in.margin)) pick = best_algorithm;
+    have_pick = true;
+    if (!row.sizes.empty() && row.sizes.back().second == pick) {
+      row.sizes.back().first = n;
+    } else {
+      row.sizes.emplace_back(n, pick);
+    }
+  }
+  row.sizes.back().first = kAnySize;
+  return row;
+}
+
 Calibration calibrate(const LogGP& m, const CalibrationInput& in) {
   const ModelLast last = [&](const ModelInput& mi) -> Result<double> {
     return predict_loggp(m, mi).last;

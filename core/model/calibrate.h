@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include <functional>
+#include <vector>
 
 #include "core/model/model_loggp.h"
 #include "core/protocol/engine_config.h"
@@ -63,6 +64,28 @@ Calibration calibrate(const LogGP& m, const CalibrationInput& in);
 
 /// A model's time of the last rank for one input (algorithm, p, n, fragment size, Fibo s, r).
 using ModelLast = std::function<Result<double>(const ModelInput&)>;
+
+/// What derive_auto_row decides over.
+struct AutoTableInput {
+  uint32_t p = 8;
+  uint32_t fragment_size = 8192;
+  bool multicast = true;  ///< two-stage is a candidate
+  uint32_t knomial_radix = 4;
+  uint32_t fibo_s = 1, fibo_r = 3;  ///< the Fibo-tree the engine will run
+  /// The sizes decided at, ascending (e.g. the powers of two up to the largest of interest):
+  /// each entry of the row covers the sizes above the one before it up to its own.
+  std::vector<uint64_t> sizes;
+  /// The pick of the size before stays while its time is within this fraction of the best
+  /// (a model whose error is e should not switch on differences below e; 0: the best always).
+  double margin = 0;
+};
+
+/// The auto_table row (core/protocol/decide.h) for groups of in.p ranks: at each size the
+/// algorithm of the smallest model time of the last rank among all but auto (two-stage only
+/// with multicast; ties to the order of enum Algorithm), entries of equal picks merged and the
+/// last one stretched to any size. Cost: one model evaluation per algorithm and size.
+/// Errors: the model's; kInvalidArgument for no sizes.
+Result<AutoTableRow> derive_auto_row(const ModelLast& last, const AutoTableInput& in);
 
 /// The calibration's searches under any model (calibrate() is this with the closed forms;
 /// core/model/calibrate_machine.h with the simulator). crossover_size is searched up to

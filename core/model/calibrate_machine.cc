@@ -4,9 +4,10 @@
 
 namespace ibbcast {
 
-Result<Calibration> calibrate_machine(const ModelParams& params, const CalibrationInput& in,
-                                      uint64_t max_size) {
-  const ModelLast last = [&](const ModelInput& mi) -> Result<double> {
+namespace {
+
+ModelLast simulated_last(const ModelParams& params) {
+  return [&params](const ModelInput& mi) -> Result<double> {
     SimParams sp;
     sp.in = mi;
     sp.model = params.reliable;
@@ -16,7 +17,17 @@ Result<Calibration> calibrate_machine(const ModelParams& params, const Calibrati
     IBBCAST_RETURN_IF_ERROR(res.status());
     return res->last;
   };
-  return calibrate_with(last, in, max_size);
+}
+
+}  // namespace
+
+Result<Calibration> calibrate_machine(const ModelParams& params, const CalibrationInput& in,
+                                      uint64_t max_size) {
+  return calibrate_with(simulated_last(params), in, max_size);
+}
+
+Result<AutoTableRow> derive_auto_row_machine(const ModelParams& params, const AutoTableInput& in) {
+  return derive_auto_row(simulated_last(params), in);
 }
 
 }  // namespace ibbcast

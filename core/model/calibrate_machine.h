@@ -24,4 +24,7 @@ inline constexpr uint64_t kMachineCalibrationMaxSize = uint64_t{64} << 20;
 Result<Calibration> calibrate_machine(const ModelParams& params, const CalibrationInput& in,
                                       uint64_t max_size = kMachineCalibrationMaxSize);
 
+/// derive_auto_row (core/model/calibrate.h) under the simulator in machine mode.
+Result<AutoTableRow> derive_auto_row_machine(const ModelParams& params, const AutoTableInput& in);
+
 }  // namespace ibbcast

@@ -164,5 +164,74 @@ TEST(Calibrate, MulticastNeverNeedsTheChainAtDefaults) {
   EXPECT_LE(c.crossover_nodes, 4u);
 }
 
+// The auto_table row: at each size the model's fastest of every algorithm (two-stage only
+// with multicast; ties to the enum's order), or with a margin m the pick of the size before
+// while within m of it; equal picks merged, the last entry stretched to any size.
+TEST(Calibrate, AutoRowIsTheModelMinimumAtEachSize) {
+  for (const LogGP& m : fabrics()) {
+    const ModelLast model = [&](const ModelInput& mi) -> Result<double> {
+      return predict_loggp(m, mi).last;
+    };
+    for (bool mcast : {true, false}) {
+      for (uint32_t p : {2u, 5u, 8u, 32u}) {
+        for (double margin : {0.0, 0.2}) {
+          AutoTableInput in;
+          in.p = p;
+          in.fragment_size = 8192;
+          in.multicast = mcast;
+          in.margin = margin;
+          for (uint64_t n = 1; n <= (16u << 20); n *= 4)
+            in.sizes.push_back(n);
+          auto row = derive_auto_row(model, in);
+          ASSERT_TRUE(row.is_ok()) << row.status().to_string();
+          EXPECT_EQ(row->ranks, p);
+          ASSERT_FALSE(row->sizes.empty());
+          EXPECT_EQ(row->sizes.back().first, kAnySize);
+          for (size_t i = 1; i < row->sizes.size(); ++i) {
+            EXPECT_LT(row->sizes[i - 1].first, row->sizes[i].first);
+            EXPECT_NE(row->sizes[i - 1].second, row->sizes[i].second);
+          }
+          EngineConfig cfg;
+          cfg.auto_table = {*row};
+          Algorithm before = Algorithm::kAuto;
+          for (uint64_t n : in.sizes) {
+            const Algorithm pick = decide_algorithm(cfg, p, n, mcast);
+            double best = 0, picked = 0, kept = -1;
+            Algorithm fastest = Algorithm::kAuto;
+            for (int i = 1; i < kAlgorithmCount; ++i) {
+              const auto a = static_cast<Algorithm>(i);
+              if (a == Algorithm::kTwoStage && !mcast) continue;
+              const double t = last(m, a, p, n, 8192);
+              if (fastest == Algorithm::kAuto || t < best) {
+                best = t;
+                fastest = a;
+              }
+              if (a == pick) picked = t;
+              if (a == before) kept = t;
+            }
+            const Algorithm want =
+                before != Algorithm::kAuto && kept <= best * (1 + margin) ? before : fastest;
+            EXPECT_EQ(pick, want) << "p " << p << " n " << n << " margin " << margin;
+            EXPECT_LE(picked, best * (1 + margin) * (1 + 1e-12)) << "p " << p << " n " << n;
+            if (!mcast) {
+              EXPECT_NE(pick, Algorithm::kTwoStage);
+            }
+            before = pick;
+          }
+        }
+      }
+    }
+  }
+  AutoTableInput none;
+  const ModelLast model = [](const ModelInput&) -> Result<double> { return 1.0; };
+  EXPECT_EQ(derive_auto_row(model, none).status().code(), Errc::kInvalidArgument);
+  // The model's errors are the derivation's.
+  none.sizes = {1};
+  const ModelLast failing = [](const ModelInput&) -> Result<double> {
+    return make_error(Errc::kInvalidArgument, "no such model");
+  };
+  EXPECT_EQ(derive_auto_row(failing, none).status().message(), "no such model");
+}
+
 }  // namespace
 }  // namespace ibbcast
