@@ -38,27 +38,42 @@ Status read_plan(const Args& args, BenchPlan& plan) {
     }
     plan.algorithms.push_back(*a);
   }
-  auto it = parse_uint(option(args, "iterations", "20"));
   auto wu = parse_uint(option(args, "warmup", "3"));
   auto root = parse_uint(option(args, "root", "0"));
   auto rounds = parse_uint(option(args, "rounds", "1"));
-  for (const Status& st : {it.status(), wu.status(), root.status(), rounds.status()})
+  for (const Status& st : {wu.status(), root.status(), rounds.status()})
     IBBCAST_RETURN_IF_ERROR(st);
-  plan.iterations = static_cast<uint32_t>(std::max<uint64_t>(*it, 1));
+  const std::vector<std::string> its = split(option(args, "iterations", "20"));
+  if (its.size() != 1 && its.size() != plan.sizes.size()) {
+    return make_error(Errc::kInvalidArgument,
+                      "bench: --iterations takes one count or one per size of --sizes (" +
+                          std::to_string(plan.sizes.size()) + "), got " +
+                          std::to_string(its.size()));
+  }
+  for (std::size_t s = 0; s < plan.sizes.size(); ++s) {
+    auto it = parse_uint(its[its.size() == 1 ? 0 : s]);
+    if (!it)
+      return make_error(Errc::kInvalidArgument, "bench: --iterations: " + it.status().message());
+    plan.iterations.push_back(static_cast<uint32_t>(std::clamp<uint64_t>(*it, 1, UINT32_MAX)));
+  }
   plan.warmup = static_cast<uint32_t>(*wu);
   plan.root = static_cast<uint32_t>(*root);
   plan.per_node = option(args, "max-only", "") != "1";
-  if (*rounds < 1 || *rounds > plan.iterations) {
-    return make_error(Errc::kInvalidArgument, "bench: --rounds takes 1 to --iterations (" +
-                                                  std::to_string(plan.iterations) + "), got " +
+  const uint32_t fewest = plan.iterations.empty()
+                              ? 1
+                              : *std::min_element(plan.iterations.begin(), plan.iterations.end());
+  if (*rounds < 1 || *rounds > fewest) {
+    return make_error(Errc::kInvalidArgument, "bench: --rounds takes 1 to the fewest iterations (" +
+                                                  std::to_string(fewest) + "), got " +
                                                   std::to_string(*rounds));
   }
   plan.rounds = static_cast<uint32_t>(*rounds);
   return Status::ok();
 }
 
-uint32_t round_iterations(const BenchPlan& plan, uint32_t round) {
-  return plan.iterations / plan.rounds + (round < plan.iterations % plan.rounds ? 1 : 0);
+uint32_t round_iterations(const BenchPlan& plan, uint32_t round, std::size_t s) {
+  const uint32_t n = plan.iterations[s];
+  return n / plan.rounds + (round < n % plan.rounds ? 1 : 0);
 }
 
 Status Pinger::send(uint32_t to) {

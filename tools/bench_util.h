@@ -14,20 +14,23 @@ namespace ibbcast::tool {
 struct BenchPlan {
   std::vector<uint64_t> sizes;
   std::vector<Algorithm> algorithms;
-  uint32_t iterations = 20, warmup = 3, root = 0;
+  /// Measured broadcasts per cell, by size (sizes[i] takes iterations[i]).
+  std::vector<uint32_t> iterations;
+  uint32_t warmup = 3, root = 0;
   uint32_t rounds = 1;   ///< the sweep's passes; each cell's iterations split over them
   bool per_node = true;  ///< --max-only skips the (p-1)-times longer per-node method
   std::chrono::microseconds root_wait{200};  ///< how much later the root enters
 };
 
 /// --sizes 1,1k,64k (default 1..16m by powers of 4), --algorithms a,b
-/// (default: every algorithm), --iterations, --warmup, --root, --rounds
-/// (at most --iterations).
+/// (default: every algorithm), --iterations N or one per size (small sizes
+/// cost little and their medians are the noisiest), --warmup, --root, --rounds
+/// (at most the fewest iterations).
 Status read_plan(const Args& args, BenchPlan& plan);
 
-/// Round `round`'s share of plan.iterations: the iterations split as evenly as
-/// they go, the first rounds taking one more.
-uint32_t round_iterations(const BenchPlan& plan, uint32_t round);
+/// Round `round`'s share of size s's iterations: split as evenly as they go,
+/// the first rounds taking one more.
+uint32_t round_iterations(const BenchPlan& plan, uint32_t round, std::size_t s);
 
 /// One cell's samples, pooled over the rounds.
 struct CellSamples {

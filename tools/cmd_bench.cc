@@ -75,19 +75,19 @@ Status per_node(Bootstrap& boot, Group& g, Pinger& pinger, const BenchPlan& plan
 /// On the root after the last round: the per-node median of each target with
 /// more than half its samples possible (the others named on stderr) and the
 /// max-over-ranks row.
-void print_cell(Algorithm algo, uint64_t size, uint32_t ranks, const BenchPlan& plan,
-                const CellSamples& cell) {
+void print_cell(Algorithm algo, uint64_t size, uint32_t iterations, uint32_t ranks,
+                const BenchPlan& plan, const CellSamples& cell) {
   std::vector<double> node_us(ranks, 0);
   for (uint32_t t = 0; plan.per_node && t < ranks; ++t) {
     if (t == plan.root) continue;
-    if (cell.node[t].size() * 2 > plan.iterations) {
+    if (cell.node[t].size() * 2 > iterations) {
       node_us[t] = median(cell.node[t]);
     } else {
       std::fprintf(stderr,
                    "ibbcast bench: %s %llu bytes, target %u: %u of %u samples came back "
                    "sooner than half a round trip; no per-node time reported\n",
                    std::string(algorithm_name(algo)).c_str(), static_cast<unsigned long long>(size),
-                   t, cell.impossible[t], plan.iterations);
+                   t, cell.impossible[t], iterations);
     }
   }
   print_csv_rows(algo, size, ranks, plan.root, node_us, cell.max_us);
@@ -116,9 +116,10 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
          {std::pair{"ucx_stream", &spin}, {"ucx_stream_asleep", &asleep}}) {
       double rtt = 0;
       IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, 0, 1, *idle, &rtt));
-      for (uint64_t size : plan.sizes) {
+      for (std::size_t s = 0; s < plan.sizes.size(); ++s) {
+        const uint64_t size = plan.sizes[s];
         std::vector<double> samples;
-        for (uint32_t it = 0; it < plan.warmup + plan.iterations; ++it) {
+        for (uint32_t it = 0; it < plan.warmup + plan.iterations[s]; ++it) {
           IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(spin));
           double us = 0;
           IBBCAST_RETURN_IF_ERROR(pinger.stream(0, 1, size, 1404, rtt, *idle, &us));
@@ -172,7 +173,6 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
     jobs = std::move(*made);
   }
   for (uint32_t round = 0; round < plan.rounds; ++round) {
-    const uint32_t iterations = round_iterations(plan, round);
     const bool last = round + 1 == plan.rounds;
     for (std::size_t k = 0; k < na; ++k) {
       const std::size_t a = (k + round) % na;
@@ -191,6 +191,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
       auto idle = [&] { (void)g.impl().progress(false, Nanos(0)); };
       for (std::size_t s = 0; s < ns; ++s) {
         const uint64_t size = plan.sizes[s];
+        const uint32_t iterations = round_iterations(plan, round, s);
         CellSamples& cell = cells[a * ns + s];
         std::vector<std::byte> buf(size, std::byte{0x5a});
         for (uint32_t target = 0; plan.per_node && target < boot.size(); ++target) {
@@ -199,7 +200,9 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
                                            &cell.node[target], &cell.impossible[target]));
         }
         IBBCAST_RETURN_IF_ERROR(max_over_ranks(boot, g, plan, iterations, buf, idle, &cell.max_us));
-        if (last && boot.rank() == 0) print_cell(algo, size, boot.size(), plan, cell);
+        if (last && boot.rank() == 0) {
+          print_cell(algo, size, plan.iterations[s], boot.size(), plan, cell);
+        }
       }
       if (last) groups[a].reset();
     }
@@ -222,10 +225,13 @@ int cmd_bench(int argc, char** argv) {
     return 2;
   }
   if (const std::string cmp = option(*args, "compare", ""); !cmp.empty()) {
-    Status st = cmp == "mpi" ? exec_mpi_compare(option(*args, "sizes", "1,1k,64k,1m,16m"),
-                                                option(*args, "iterations", "20"),
-                                                option(*args, "root", "0"))
-                             : make_error(Errc::kInvalidArgument, "--compare takes mpi");
+    const std::string iterations = option(*args, "iterations", "20");
+    Status st =
+        iterations.find(',') != std::string::npos
+            ? make_error(Errc::kInvalidArgument, "--compare mpi takes one --iterations count")
+        : cmp == "mpi" ? exec_mpi_compare(option(*args, "sizes", "1,1k,64k,1m,16m"), iterations,
+                                          option(*args, "root", "0"))
+                       : make_error(Errc::kInvalidArgument, "--compare takes mpi");
     std::fprintf(stderr, "ibbcast bench: %s\n", st.to_string().c_str());
     return 2;
   }

@@ -150,7 +150,11 @@ Status read_loggp_plan(const Args& args, LoggpPlan& plan) {
     plan.sizes.push_back(*v);
   }
   auto n = parse_uint(option(args, "loggp-n", "16"));
-  auto reps = parse_uint(option(args, "iterations", "21"));
+  // bench's --iterations may be a count per size of its sweep, which says nothing about these
+  // sizes: then the default.
+  std::string reps_text = option(args, "iterations", "21");
+  if (reps_text.find(',') != std::string::npos) reps_text = "21";
+  auto reps = parse_uint(reps_text);
   auto warmup = parse_uint(option(args, "warmup", "3"));
   for (const Status& st : {n.status(), reps.status(), warmup.status()})
     IBBCAST_RETURN_IF_ERROR(st);

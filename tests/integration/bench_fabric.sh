@@ -4,8 +4,9 @@
 # per_node: the per-node method (thesis 4.2.1), 6 ranks on this 2-core
 # machine, the sweep in two rounds: every per-node median it reports is a
 # latency (positive), each target it leaves out is named on stderr, and the
-# max-over-ranks rows are there, once per cell; more rounds than iterations
-# are refused; `--calibrate-rounds` has ranks 0 and 1 alone write a parameter
+# max-over-ranks rows are there, once per cell (iterations given per size);
+# more rounds than iterations and a count per size that does not match the
+# sizes are refused; `--calibrate-rounds` has ranks 0 and 1 alone write a parameter
 # file after each round, with the wake-up's share fitted to a chain of ranks
 # 0-2, the CSV untouched; `--stream` gives the UCX stream's
 # time per size, spinning and asleep. The sweep of 2026-11-22 had 17 negative
@@ -32,7 +33,7 @@ per_node() {
   cal=$(mktemp -d)
   out=$("$here/support/netns_run.sh" - "$ranks" -- timeout 400 mpirun --allow-run-as-root --oversubscribe \
     -np "$ranks" -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 \
-    --algorithms two_stage,binomial --sizes 1,4k,64k --iterations 6 --warmup 2 --rounds 2 \
+    --algorithms two_stage,binomial --sizes 1,4k,64k --iterations 8,6,6 --warmup 2 --rounds 2 \
     --calibrate-rounds "$cal/p" 2>&1)
   rc=$?
   echo "$out" | grep -E 'per_node|max_over_ranks|no per-node time'
@@ -68,8 +69,15 @@ per_node() {
     -np 2 -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 --algorithms linear --sizes 1 \
     --iterations 2 --rounds 3 2>&1)
   rc=$?
-  [[ $rc -ne 0 && $refused == *"--rounds takes 1 to --iterations (2), got 3"* ]] ||
+  [[ $rc -ne 0 && $refused == *"--rounds takes 1 to the fewest iterations (2), got 3"* ]] ||
     fail "--rounds 3 --iterations 2: exit $rc, $(tail -3 <<<"$refused")"
+  # Iterations per size: one count for each size, or refused.
+  refused=$("$here/support/netns_run.sh" - 2 -- timeout 60 mpirun --allow-run-as-root --oversubscribe \
+    -np 2 -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 --algorithms linear --sizes 1,1k \
+    --iterations 4,3,2 2>&1)
+  rc=$?
+  [[ $rc -ne 0 && $refused == *"--iterations takes one count or one per size of --sizes (2), got 3"* ]] ||
+    fail "--sizes 1,1k --iterations 4,3,2: exit $rc, $(tail -3 <<<"$refused")"
   # --stream: the UCX stream's time per size, its ends spinning and asleep, each positive.
   out=$("$here/support/netns_run.sh" - 2 -- timeout 120 mpirun --allow-run-as-root --oversubscribe \
     -np 2 -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 --stream --max-only \
