@@ -66,6 +66,25 @@ check "sim --derive-auto gives auto's picks from the parameter file" \
   "'$bin' sim --derive-auto --ranks 2,8 --sizes 1,64k --params '$dir/params.txt' >'$dir/auto' &&
    [[ \$(wc -l <'$dir/auto') -eq 5 ]] &&
    awk -F, 'NR > 1 { for (i = 10; i <= 12; ++i) if (\$i !~ /^(linear|two_stage|fragmented_chain|binomial|scatter_allgather)\$/) exit 1 }' '$dir/auto'"
+# The table's knob on stderr: a row per group size, which the engine's config accepts, and
+# whose pick per cell is the CSV's auto_table column.
+table_agrees() {
+  local t row ranks size pick want
+  t=$(sed -n 's/^ibbcast sim: auto_table=//p' "$dir/table")
+  [[ $t == 2:*\;8:* ]] || { echo "no table of two rows: '$t'"; return 1; }
+  IBBCAST_AUTO_TABLE=$t "$bin" info --config | grep -Fq " $t " || { echo "not accepted: $t"; return 1; }
+  while IFS=, read -r ranks size pick; do
+    row=${t#*"$ranks:"}
+    row=${row%%;*}
+    want=$(tr , '\n' <<<"$row" | while IFS== read -r upto algo; do
+      [[ $upto == any ]] || (($(numfmt --from=iec "${upto^^}") >= size)) && { echo "$algo"; break; }
+    done)
+    [[ $want == "$pick" ]] || { echo "$ranks ranks, $size B: CSV $pick, table $want"; return 1; }
+  done < <(awk -F, 'NR > 1 { print $1 "," $9 "," $13 }' "$dir/auto")
+}
+check "sim --derive-auto prints an auto_table that the engine accepts and that gives its picks" \
+  "'$bin' sim --derive-auto --ranks 2,8 --sizes 1,64k --params '$dir/params.txt' \
+     >'$dir/auto' 2>'$dir/table' && table_agrees"
 check "sim --derive-auto refuses to run without a parameter file" \
   "! '$bin' sim --derive-auto --ranks 8 2>/dev/null"
 sed 's/^cpu.cores = .*/cpu.cores = many/' "$dir/params.txt" >"$dir/broken.txt"
