@@ -21,6 +21,9 @@
 # Usage: scripts/validate_sim.sh [BUILD_DIR]   (root; fabrics made and removed)
 #   RANKS="2 4 8"  SIZES=1,1k,64k,1m,16m  SHAPED_SIZES=1,1k,64k,1m  RATE=200 (Mbit/s, 0: none)
 #   ALGORITHMS=(every one)  ITERATIONS=20  WARMUP=2  FRAGMENT=8k  MTU=9000  OUT=docs/bench
+#   ITERATIONS is the count of a cell of 1 MiB and more; up to 64 KiB three times it, up to
+#   4 KiB ten times: small cells cost seconds, and with 20 samples the same send measured
+#   up to 45 % apart in one cell (the table of auto picks among them)
 #   ROUNDS=5: passes over each sweep (`bench --rounds`), the iterations split over them
 #   TABLE_MARGIN=0: sim --derive-auto --table-margin
 #   PARAMS=FILE: use this parameter file instead of calibrating ("%n" in it: the rank count)
@@ -50,6 +53,15 @@ if [[ ${1-} == --inside ]]; then
     run $((n >= 3 ? 3 : 2)) --calibrate --params-out "$calibrate.$1" --fragment-ns "${FRAGMENT_NS:-0}" \
       ${BYTE_NS:+--byte-ns "$BYTE_NS"} >&2
   }
+  iterations_of() {  # SIZES -> the count per size
+    local s v out=
+    for s in ${1//,/ }; do
+      v=$(numfmt --from=iec "${s^^}")
+      if ((v <= 4096)); then v=$((ITERATIONS * 10)); elif ((v <= 65536)); then v=$((ITERATIONS * 3)); else v=$ITERATIONS; fi
+      out+=${out:+,}$v
+    done
+    echo "$out"
+  }
   calibrate before
   shapes=off
   ((RATE > 0)) && shapes="off ${RATE}mbit"
@@ -64,7 +76,7 @@ if [[ ${1-} == --inside ]]; then
         ${BYTE_NS:+--byte-ns "$BYTE_NS"})
     fi
     [[ $shape != off ]] && sizes=$SHAPED_SIZES
-    run "$n" --algorithms "$ALGORITHMS" --sizes "$sizes" --iterations "$ITERATIONS" \
+    run "$n" --algorithms "$ALGORITHMS" --sizes "$sizes" --iterations "$(iterations_of "$sizes")" \
       --warmup "$WARMUP" --rounds "$ROUNDS" "${between[@]}" | awk -v s="$shape" -F, '$1 != "algorithm" { print s "," $0 }'
   done
   calibrate after
