@@ -172,6 +172,8 @@ def config():
         return out
     write(t, "engine-env", table(7, [(0, "fibo_tree"), (4, "1k"), (9, "5s")], [(0x80 | 11, "8")]))
     write(t, "engine-bad", table(7, [(0, "two_stage"), (4, "100")]))
+    write(t, "engine-auto-table", table(7, [(6, "2:any=linear;8:1k=knomial,64k=binary,any=binomial")],
+                                        [(6, "8:1k=linear,512=binary"), (6, "4:1q=auto;2:")]))
     write(t, "udp-env", table(8, [(6, "udp6:[ff15::1]:7"), (2, "255"), (4, "16m")]))
     write(t, "bootstrap-env", table(9, [(1, "[::1]:4000"), (3, "8"), (5, "1min")]))
     write(t, "dpdk-env", table(10, [(5, "65536"), (8, "dpdk:03:1b:bc:00:00:01"), (9, "frames")]))
