@@ -88,6 +88,6 @@ env -u LD_LIBRARY_PATH "$root/bin/ibbcast" info >"$tmp/info.log" 2>&1 ||
 [[ -f $root/share/doc/ibbcast/LICENSE ]] || fail "no LICENSE installed"
 man=$(find "$root" -path '*man1/ibbcast.1' | head -1)
 [[ -n $man ]] || fail "no man page installed"
-MANWIDTH=80 man -l "$man" 2>/dev/null | grep -q "ibbcast stage" || fail "the man page does not read"
+MANWIDTH=80 man -l "$man" 2>/dev/null | grep "ibbcast stage" >/dev/null || fail "the man page does not read"
 [[ -f $root/share/bash-completion/completions/ibbcast.bash ]] || fail "no bash completion installed"
 echo "install: headers, pkg-config, example and tool work from a scratch prefix"

@@ -72,7 +72,7 @@ table_agrees() {
   local t row ranks size pick want
   t=$(sed -n 's/^ibbcast sim: auto_table=//p' "$dir/table")
   [[ $t == 2:*\;8:* ]] || { echo "no table of two rows: '$t'"; return 1; }
-  IBBCAST_AUTO_TABLE=$t "$bin" info --config | grep -Fq " $t " || { echo "not accepted: $t"; return 1; }
+  IBBCAST_AUTO_TABLE=$t "$bin" info --config | grep -F " $t " >/dev/null || { echo "not accepted: $t"; return 1; }
   while IFS=, read -r ranks size pick; do
     row=${t#*"$ranks:"}
     row=${row%%;*}

@@ -79,7 +79,7 @@ same() {
 }
 all_ok() {
   [[ $rc -eq 0 ]] || fail "exit status $rc"
-  lines 0 stdout | grep -q '^PASS:' || fail "no PASS line"
+  lines 0 stdout | grep '^PASS:' >/dev/null || fail "no PASS line"
   for ((r = 0; r < ranks; r++)); do
     same $r
     [[ $(col $r 2) == "$1" && $(col $r 3) == "$2" ]] ||
@@ -89,7 +89,7 @@ all_ok() {
 # all_ok with each rank's own count: written nfiles - complete[r], skipped complete[r].
 all_ok_per_rank() {
   [[ $rc -eq 0 ]] || fail "exit status $rc"
-  lines 0 stdout | grep -q '^PASS:' || fail "no PASS line"
+  lines 0 stdout | grep '^PASS:' >/dev/null || fail "no PASS line"
   for ((r = 0; r < ranks; r++)); do
     same $r
     local w=$((nfiles - complete[r])) k=${complete[r]}
@@ -112,8 +112,8 @@ rank0_says_once() {
   local n
   n=$(grep -cE "$1" "$out")
   [[ $n -eq 1 ]] || fail "/$1/ said $n times, not once"
-  lines 0 stderr | grep -qE "$1" || fail "rank 0 did not report /$1/"
-  lines 0 stderr | grep -q 'exit status 1' || fail "rank 0: no 'exit status 1'"
+  lines 0 stderr | grep -E "$1" >/dev/null || fail "rank 0 did not report /$1/"
+  lines 0 stderr | grep 'exit status 1' >/dev/null || fail "rank 0: no 'exit status 1'"
   for ((r = 1; r < ranks; r++)); do
     # Only ibbcast's own lines count (the sanitizer build adds LSan's report).
     [[ -z $(lines $r stderr | grep '^ibbcast') ]] || fail "rank $r said more than rank 0: $(lines $r stderr | grep '^ibbcast' | head -3)"
@@ -122,8 +122,8 @@ rank0_says_once() {
 every_rank_says() {
   for ((r = 0; r < ranks; r++)); do
     [[ $r -eq ${2:--1} ]] && continue
-    lines $r stderr | grep -qE "$1" || fail "rank $r did not report /$1/"
-    lines $r stderr | grep -q 'exit status 1' || fail "rank $r: no 'exit status 1'"
+    lines $r stderr | grep -E "$1" >/dev/null || fail "rank $r did not report /$1/"
+    lines $r stderr | grep 'exit status 1' >/dev/null || fail "rank $r: no 'exit status 1'"
   done
 }
 # data broadcasts of the last run (rank 0's summary line)
@@ -135,7 +135,7 @@ case $scenario in
     stage true "" "$args"
     all_ok "$nfiles" 0
     # The summary says how the data went: the fabric and each algorithm run.
-    lines 0 stdout | grep -qE '^ibbcast stage: transport udp, multicast on, broadcasts by algorithm:( [a-z_]+=[0-9]+)+$' ||
+    lines 0 stdout | grep -E '^ibbcast stage: transport udp, multicast on, broadcasts by algorithm:( [a-z_]+=[0-9]+)+$' >/dev/null ||
       fail "the summary does not name the transport and algorithms: $(lines 0 stdout | head -3)"
     # The small files travel packed, many to a broadcast.
     packed=$(broadcasts)
@@ -172,7 +172,7 @@ case $scenario in
     # copy checked by it and byte for byte below; an unknown name is an error on the root.
     stage true "" "--force --digest crc32c $args"
     all_ok "$nfiles" 0
-    lines 0 stdout | grep -q ', digest crc32c$' || fail "--digest crc32c: $(lines 0 stdout | head -1)"
+    lines 0 stdout | grep ', digest crc32c$' >/dev/null || fail "--digest crc32c: $(lines 0 stdout | head -1)"
     stage true "" "--digest md5 $args"
     [[ $rc -ne 0 ]] && grep -q "digest must be sha256 or crc32c, got 'md5'" "$out" ||
       fail "--digest md5: exit $rc, $(tail -3 "$out")"
@@ -196,7 +196,7 @@ case $scenario in
     find "$dest" -printf '%p %T@ %m\n' | sort >"$work/before"
     stage true "" "--dry-run --force $args"
     [[ $rc -eq 0 ]] || fail "--dry-run: exit status $rc"
-    lines 0 stdout | grep -q "dry run, nothing written: $nfiles of $nfiles files" ||
+    lines 0 stdout | grep "dry run, nothing written: $nfiles of $nfiles files" >/dev/null ||
       fail "--dry-run did not say what would be sent: $(lines 0 stdout | head -2)"
     find "$dest" -printf '%p %T@ %m\n' | sort >"$work/after"
     cmp -s "$work/before" "$work/after" || fail "--dry-run changed DEST"
@@ -280,7 +280,7 @@ PY
     stage true "" "--force --test-fault touch:0:$((big_first + 10)) $args"
     [[ $rc -ne 0 ]] || fail "exit status 0 with a source changed during the run"
     rank0_says_once "transfer: ranks 0-$((ranks - 1)) failed: invalid_argument: source tree/zz_big.bin changed, shrank or vanished on the root during the run"
-    lines 0 stdout | grep -qE "^ +[0-9]+ +$((nfiles - 1)) +0 " || fail "the other $((nfiles - 1)) files were not all written: $(lines 0 stdout | head -4)"
+    lines 0 stdout | grep -E "^ +[0-9]+ +$((nfiles - 1)) +0 " >/dev/null || fail "the other $((nfiles - 1)) files were not all written: $(lines 0 stdout | head -4)"
     stage true "" "$args"
     all_ok 1 $((nfiles - 1)) ;;
   kill)
