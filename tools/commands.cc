@@ -81,7 +81,9 @@ constexpr OptionDoc kStageOptions[] = {
     {"json", "FILE", "rank 0 also writes the summary there as JSON"},
     {"chunk-size", "BYTES", "bytes per broadcast; read, broadcast and write overlap (512k)"},
     {"no-pack", "", "a broadcast per chunk (by default small files share broadcasts)"},
-    {"digest", "NAME", "whole-file check: sha256 (default with OpenSSL) or crc32c (faster)"},
+    {"digest", "NAME",
+     "whole-file check: crc32c, or sha256 (with OpenSSL; the default with --checksum or "
+     "--no-auth)"},
     {"progress", "MODE", "auto, tty, plain or none: the root's progress line on stderr (auto)"},
     {"no-auth", "", "unauthenticated frames (CRC32C only); needed without OpenSSL"},
     {"transport", "NAME", "multicast backend: udp, dpdk or verbs (udp)"},

@@ -137,6 +137,8 @@ case $scenario in
     # The summary says how the data went: the fabric and each algorithm run.
     lines 0 stdout | grep -E '^ibbcast stage: transport udp, multicast on, broadcasts by algorithm:( [a-z_]+=[0-9]+)+$' >/dev/null ||
       fail "the summary does not name the transport and algorithms: $(lines 0 stdout | head -3)"
+    # Authenticated frames: the whole-file digest by default is CRC32C.
+    lines 0 stdout | grep ', digest crc32c$' >/dev/null || fail "default digest: $(lines 0 stdout | head -1)"
     # The small files travel packed, many to a broadcast.
     packed=$(broadcasts)
     [[ -n $packed && $packed -lt $small ]] || fail "$nfiles files in '$packed' broadcasts: not packed"
@@ -163,6 +165,8 @@ case $scenario in
     done
     stage true "" "--checksum $args"
     all_ok 1 $((nfiles - 1))
+    # --checksum trusts the digest to tell local files: SHA-256 by default.
+    lines 0 stdout | grep ', digest sha256$' >/dev/null || fail "--checksum digest: $(lines 0 stdout | head -1)"
     # --no-pack: a broadcast per chunk, the same bytes everywhere.
     stage true "" "--force --no-pack $args"
     all_ok "$nfiles" 0

@@ -1,8 +1,9 @@
 #pragma once
-// The whole-file digest of `ibbcast stage`: SHA-256 by default when the build
-// has OpenSSL's libcrypto, else (or with `--digest crc32c`) CRC32C, which
-// catches corruption, not a deliberate change; the manifest says which one a
-// run used.
+// The whole-file digest of `ibbcast stage`: CRC32C, which catches corruption,
+// not a deliberate change (the frames' authentication keeps those out), or
+// SHA-256 when the build has OpenSSL's libcrypto (the default where frames are
+// not authenticated or --checksum compares local files); the manifest says
+// which one a run used.
 
 #include <cstddef>
 #include <memory>
@@ -13,11 +14,11 @@
 
 namespace ibbcast::tool::stage {
 
-/// The digest this build computes by default.
+/// The strongest digest this build computes: SHA-256 with libcrypto, else CRC32C.
 DigestKind build_digest_kind();
-/// `--digest`: "sha256" (this build's default when it has libcrypto), "crc32c" (about 10x
-/// faster per byte: a check against corruption, while the frames' authentication keeps
-/// forgeries out), or "" for the default. kInvalidArgument names what is wrong.
+/// `--digest`: "sha256" (with libcrypto), "crc32c" (about 10x faster per byte: a check
+/// against corruption, while the frames' authentication keeps forgeries out), or "" for
+/// build_digest_kind(). kInvalidArgument names what is wrong.
 Result<DigestKind> parse_digest_kind(const std::string& name);
 const char* digest_name(DigestKind k);
 

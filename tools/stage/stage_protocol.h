@@ -13,8 +13,9 @@
 //     before anything is written.
 //  2. Manifest (one broadcast of manifest_len bytes): per entry its kind,
 //     path relative to DEST, mode, owner, group, size, mtime (ns), symlink target and a
-//     content digest (SHA-256 when the build has OpenSSL, else CRC32C of the
-//     whole file; the kind is in the manifest). decode_manifest validates
+//     content digest of the whole file (CRC32C, or SHA-256 where the build
+//     has OpenSSL and --checksum, --no-auth or --digest asks for it; the kind is
+//     in the manifest). decode_manifest validates
 //     every field: a path is relative, non-empty and has no "." or ".."
 //     component, so a manifest cannot write outside DEST.
 //  3. Agreement (one bootstrap allgather): every rank checks, writing
