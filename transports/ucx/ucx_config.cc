@@ -9,7 +9,7 @@ namespace {
 
 using namespace config_detail;
 
-const std::array<ConfigField<UcxConfig>, 4> kTable = {{
+const std::array<ConfigField<UcxConfig>, 5> kTable = {{
     bool_field<&UcxConfig::register_buffers>(
         "ucx_register", "on",
         "stage-2 sends pass UCX a registration of the broadcast's buffer (ucp_mem_map)"),
@@ -21,6 +21,10 @@ const std::array<ConfigField<UcxConfig>, 4> kTable = {{
         "own registration cache is then off); 0 = none: UCX's keeps them"),
     uint_field<&UcxConfig::cache_entries>("ucx_register_cache_entries", "64",
                                           "registrations kept for later broadcasts"),
+    size_field<&UcxConfig::tcp_rx_seg>(
+        "ucx_tcp_rx_seg", "512k",
+        "UCX's TCP receive segment where UCX_TCP_RX_SEG_SIZE is unset: a stage-2 run arrives "
+        "whole, not cut in 64 KiB pieces and joined again; 0 = UCX's default"),
 }};
 
 }  // namespace

@@ -18,6 +18,10 @@ struct UcxConfig {
   uint64_t register_min = 64 * 1024;  ///< smallest buffer registered
   uint64_t cache = 0;           ///< bytes kept registered after their call (0: UCX's cache does)
   uint32_t cache_entries = 64;  ///< registrations kept after their call
+  /// UCX's TCP receive segment (TCP_RX_SEG_SIZE) where UCX_TCP_RX_SEG_SIZE is
+  /// unset: a stage-2 run then arrives in one segment, one handler call and no
+  /// reassembly, where UCX's 64 KiB cut a 256 KiB run in five. 0: UCX's own.
+  uint64_t tcp_rx_seg = 512 * 1024;
 };
 
 std::span<const ConfigField<UcxConfig>> ucx_config_table();
