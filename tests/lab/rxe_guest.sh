@@ -124,7 +124,7 @@ limit=$((tmo - ${up%.*} - 20))
   sleep $((limit - 10))
   for t in /proc/[0-9]*/task/[0-9]*; do
     read -r comm <"$t/comm" 2>/dev/null || continue
-    [[ $comm == ibbcast* || $comm == mpi* || $comm == ucx* ]] || continue
+    [[ $comm == ibbcast* || $comm == conformance* || $comm == mpi* || $comm == ucx* ]] || continue
     echo "== ${t#/proc/} $comm $(tr '\0' ' ' <"${t%/task/*}/cmdline" 2>/dev/null | cut -c1-80)"
     cat "$t/stack" 2>&1
   done >"$IBBCAST_LAB_OUT/stacks.log"
