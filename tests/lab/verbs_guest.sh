@@ -31,7 +31,10 @@ conformance() {  # name transport filter
   local out expect
   # As many passed checks as the runner's registry lists for the filter.
   expect=$("$build/tests/conformance_procs" --gtest_list_tests --gtest_filter="$3" | grep -c '^  ')
-  out=$("$build/tests/conformance_procs" --gtest_color=no --gtest_filter="$3" 2>&1)
+  # Also to a file as it runs: a step killed at the lab's timeout still shows
+  # how far each rank got.
+  out=$("$build/tests/conformance_procs" --gtest_color=no --gtest_filter="$3" 2>&1 |
+    tee "$IBBCAST_LAB_OUT/step-$1.log")
   echo "$out"
   if [[ $expect -gt 0 ]] && grep -qF "[  PASSED  ] $expect test" <<<"$out" &&
     ! grep -qE "SKIPPED|FAILED" <<<"$out"; then
