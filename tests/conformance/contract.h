@@ -39,7 +39,7 @@ Status event_fd_sleep_ignores_an_idle_group(Transport& transport, Bootstrap& boo
 /// must have joined on every rank and carried fragments by multicast.
 Status every_algorithm_broadcasts(Transport& transport, Bootstrap& boot);
 
-/// Four two-stage broadcasts of 16 MiB, each followed by a barrier that
+/// Four two-stage broadcasts of 16 MiB (IBBCAST_TEST_LARGE_MIB), each followed by a barrier that
 /// does not progress the group (as an application's next MPI collective
 /// would not), the last two after one more progress() call of the
 /// application: every rank completes, byte-exact. A rank that left while its
