@@ -100,7 +100,7 @@ rounds() {
     out=$(IBBCAST_UCX_REGISTER_CACHE=$cache "$here/support/netns_run.sh" - "$ranks" -- \
       timeout 600 mpirun --allow-run-as-root --oversubscribe -np "$ranks" -x IBBCAST_NETNS_PREFIX \
       -x IBBCAST_UCX_REGISTER_CACHE -x UCX_TLS=tcp "$bin" bench --udp-interface eth0 \
-      --algorithms linear,split_binary,two_stage --sizes 1m,16m --iterations 3 --rounds 5 \
+      --algorithms linear,split_binary,two_stage --sizes 1m,16m --iterations 5 --rounds 5 \
       --warmup 1 2>&1)
     rc=$?
     [[ $rc -eq 0 ]] || fail "cache $cache: bench exited $rc: $(grep -v '^ibbcast info' <<<"$out" | tail -8)"
