@@ -206,6 +206,7 @@ class FaultyP2p final : public P2pChannel {
     return inner_->register_memory(r);
   }
   std::vector<TransportCounter> counters() const override { return inner_->counters(); }
+  void set_placer(Placer placer) override { inner_->set_placer(std::move(placer)); }
 
  private:
   std::unique_ptr<P2pChannel> inner_;

@@ -46,6 +46,7 @@ class WatchedP2p final : public P2pChannel {
     return inner_->register_memory(r);
   }
   std::vector<TransportCounter> counters() const override { return inner_->counters(); }
+  void set_placer(Placer placer) override { inner_->set_placer(std::move(placer)); }
 
  private:
   std::unique_ptr<P2pChannel> inner_;

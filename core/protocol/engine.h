@@ -83,6 +83,14 @@ class Engine {
   void on_message_parts(uint32_t from, std::span<const std::byte> head,
                         std::span<const std::byte> payload, std::span<const std::byte> trailer,
                         Nanos now);
+  /// Where the payload of a reliable frame with header `head` and
+  /// `payload_len` bytes of payload belongs: its place in the buffer of the
+  /// posted broadcast it is for, when every fragment it carries is still
+  /// missing there; else empty. A channel may copy the payload there before
+  /// the frame is handed over (P2pChannel::set_placer); on_message_parts
+  /// then finds it in place. Never with authentication (bytes reach the
+  /// buffer only after their tag is checked), never on the root.
+  std::span<std::byte> placement(std::span<const std::byte> head, std::size_t payload_len);
   /// A send the driver popped with completed=false has finished.
   void on_send_complete(uint64_t op, Nanos now);
   /// A peer is dead or unreachable: every pending op fails, later posts fail.

@@ -53,6 +53,29 @@ void Engine::on_message_parts(uint32_t from, std::span<const std::byte> head,
   take_message(from, decoded, f, why, now);
 }
 
+std::span<std::byte> Engine::placement(std::span<const std::byte> head, std::size_t payload_len) {
+  FrameHeader h;
+  if (id_.auth || !decode_head(head, &h) || (h.flags & kFlagReliable) == 0 ||
+      h.session != id_.session || h.payload_len != payload_len || payload_len == 0) {
+    return {};
+  }
+  Op* op = find_bid(h.bid);
+  if (op == nullptr || op->done || op->is_root || h.root != op->root ||
+      h.total_len != op->buffer.size() || h.fragment_size != id_.fragment_size ||
+      h.algorithm != static_cast<uint8_t>(op->algorithm) || h.frag_index >= op->frags) {
+    return {};
+  }
+  const uint64_t begin = uint64_t{h.frag_index} * id_.fragment_size;
+  if (payload_len > op->buffer.size() - begin) return {};
+  // Bytes in place count only once the frame is taken (and checked): none
+  // may land on a fragment this rank already holds.
+  const uint64_t last = h.frag_index + (payload_len - 1) / id_.fragment_size;
+  for (uint64_t f = h.frag_index; f <= last; ++f) {
+    if (op->owns(static_cast<uint32_t>(f))) return {};
+  }
+  return op->buffer.subspan(begin, payload_len);
+}
+
 void Engine::take_message(uint32_t from, bool decoded, const Frame& f, Reject why, Nanos now) {
   ++stats_.messages_received;
   if (!decoded) {

@@ -174,6 +174,11 @@ bool decode_frame_parts(std::span<const std::byte> head, std::span<const std::by
   return check_body(out, trailer, why);
 }
 
+bool decode_head(std::span<const std::byte> head, FrameHeader* out, bool keyed) {
+  Reject why{};
+  return head.size() == kHeaderSize && decode_header(head, *out, &why, keyed);
+}
+
 bool peek_fragment(std::span<const std::byte> head, uint32_t* bid, uint32_t* frag, uint32_t* last) {
   if (head.size() < kHeaderSize || get<uint16_t>(head.data()) != kWireMagic) return false;
   *bid = get<uint32_t>(head.data() + 16);

@@ -124,6 +124,9 @@ bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why, boo
 bool decode_frame_parts(std::span<const std::byte> head, std::span<const std::byte> payload,
                         std::span<const std::byte> trailer, Frame* out, Reject* why,
                         bool keyed = false);
+/// The header alone (exactly kHeaderSize bytes): magic, version, flags and
+/// fields, as the decoders check them; nothing about the payload.
+bool decode_head(std::span<const std::byte> head, FrameHeader* out, bool keyed = false);
 /// The broadcast id and fragment index a frame claims, unchecked: enough for
 /// a driver to see where it would go, never to trust it. `last`, when given:
 /// the last fragment it claims (frag, or the end of a run).

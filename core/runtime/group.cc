@@ -33,6 +33,7 @@ Group::Impl::~Impl() {
       segment_->fail("rank " + std::to_string(rank_) +
                      " left the group with a broadcast unfinished");
     }
+    p2p_->set_placer(nullptr);
     if (!departed_) p2p_->depart(clean, engine_ ? engine_->config().timeout : Nanos(0));
   }
 }

@@ -272,6 +272,12 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
     g->calibration_ = c;
   }
   g->engine_ = std::make_unique<Engine>(effective, id);
+  // A channel that copies arrivals anyway copies a stage-2 payload straight
+  // to its place, unless a landing zone is open: the NIC may still write
+  // the zone's places with datagrams the driver has not checked yet.
+  g->p2p_->set_placer([impl = g.get()](std::span<const std::byte> head, std::size_t n) {
+    return impl->landing_op_ != 0 ? std::span<std::byte>() : impl->engine_->placement(head, n);
+  });
   if (layout.node_aware) IBBCAST_RETURN_IF_ERROR(setup_nodes(*g, bootstrap, layout, config));
   // Back to the application, which may compute for a long time before its
   // first broadcast while its peers already send to it (or, done, leave).

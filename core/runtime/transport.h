@@ -246,6 +246,18 @@ class P2pChannel {
   }
   /// The channel's own counters (registrations, ...), nonzero or not.
   virtual std::vector<TransportCounter> counters() const { return {}; }
+  /// Where an arriving message's payload belongs, for channels that receive
+  /// into buffers of their own (UCX's eager messages): given the frame's
+  /// header (the first part of the Gather it was sent as) and the
+  /// payload's length, a span of exactly that length in a posted broadcast's
+  /// buffer, or an empty one (not known, not safe: the usual copy). The
+  /// channel copies the payload there and hands the message out split, its
+  /// `payload` that span, so the consumer copies it no second time. Asked
+  /// only from inside poll(), on the owner's thread; nullptr stops it. A
+  /// channel or wrapper that ignores it loses the saved copy, nothing else.
+  using Placer =
+      std::function<std::span<std::byte>(std::span<const std::byte> head, std::size_t payload_len)>;
+  virtual void set_placer(Placer /*placer*/) {}
 };
 
 /// What a group tells its reliable channel when opening it.

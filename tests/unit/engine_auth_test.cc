@@ -96,6 +96,24 @@ TEST(EngineAuth, GenuineFramesCompleteByteExact) {
   EXPECT_EQ(rx.stats().datagrams_useful, 3u);
 }
 
+// With a key, no channel may put a payload in the buffer before its tag is
+// checked: the engine names no place for it.
+TEST(EngineAuth, NoPlacementBeforeTheTagIsChecked) {
+  auto key = auth_for(1);
+  const auto src = pattern(3 * kFrag);
+  Frames genuine = root_frames(key, src);
+  Engine rx(two_stage(), ident(1, key));
+  std::vector<std::byte> dst(src.size());
+  ASSERT_TRUE(rx.post(0, dst, Nanos(0)).is_ok());
+  std::size_t reliable = 0;
+  for (auto& [kind, f] : genuine) {
+    if (kind != Action::Kind::kReliable) continue;
+    ++reliable;
+    EXPECT_TRUE(rx.placement(std::span(f).first(kHeaderSize), kFrag).empty());
+  }
+  EXPECT_GT(reliable, 0u);
+}
+
 TEST(EngineAuth, ForgedAlteredAndUnauthenticatedFramesTouchNothing) {
   auto key = auth_for(1);
   const auto src = pattern(3 * kFrag);

@@ -54,6 +54,55 @@ TEST(Engine, PayloadInItsPlaceIsNotCopied) {
   EXPECT_EQ(recv.state(*id), OpState::kDone);
 }
 
+// A reliable channel that copies arrivals anyway asks where a payload
+// belongs (P2pChannel::set_placer): the place of fragments still missing in
+// a posted broadcast, nothing else; copied there, the frame is taken in
+// place, not copied again.
+TEST(Engine, PlacementNamesTheMissingFragmentsPlace) {
+  EngineConfig c;
+  c.algorithm = Algorithm::kLinear;  // reliable frames only
+  c.run_size = 8 * kFrag;            // runs of 8 fragments, the last shorter
+  Engine root(c, ident(0, 2)), recv(c, ident(1, 2));
+  auto src = bytes(40 * kFrag + 9, 4);
+  ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
+  auto frames = drain(root, Nanos(0));
+  ASSERT_FALSE(frames.empty());
+  std::vector<std::byte> dst(src.size());
+  Frame first;
+  Reject why{};
+  ASSERT_TRUE(decode_frame(frames[0].second, &first, &why));
+  const auto head0 = std::span(frames[0].second).first(kHeaderSize);
+  // Not posted here yet: no place.
+  EXPECT_TRUE(recv.placement(head0, first.payload.size()).empty());
+  auto id = recv.post(0, dst, Nanos(1));
+  ASSERT_TRUE(id.is_ok());
+  uint32_t placed_frags = 0;
+  for (auto& [kind, f] : frames) {
+    ASSERT_EQ(kind, Action::Kind::kReliable);
+    Frame fr;
+    ASSERT_TRUE(decode_frame(f, &fr, &why));
+    const auto head = std::span(f).first(kHeaderSize);
+    const std::size_t n = fr.payload.size();
+    EXPECT_TRUE(recv.placement(head, n - 1).empty());  // not the frame's length
+    EXPECT_TRUE(root.placement(head, n).empty());      // the root's buffer is the source
+    const auto place = recv.placement(head, n);
+    ASSERT_EQ(place.size(), n);
+    ASSERT_EQ(place.data(), dst.data() + uint64_t{fr.header.frag_index} * kFrag);
+    std::memcpy(place.data(), fr.payload.data(), n);  // "the channel"
+    recv.on_message_parts(0, head, place, std::span(f).subspan(kHeaderSize + n), Nanos(2));
+    placed_frags += fr.fragments;
+    // Held now: no place for the same fragments again.
+    EXPECT_TRUE(recv.placement(head, n).empty());
+  }
+  EXPECT_GT(frames.size(), 1u);
+  EXPECT_EQ(recv.state(*id), OpState::kDone);
+  EXPECT_EQ(dst, src);
+  EXPECT_EQ(recv.stats().copies, 0u);
+  EXPECT_EQ(recv.stats().zero_copy_receives, placed_frags);
+  // Done: nothing is placed in its buffer any more.
+  EXPECT_TRUE(recv.placement(head0, first.payload.size()).empty());
+}
+
 // Loss leaves gaps among the datagrams that came before the receiver
 // entered: the zone starts after the last owned fragment, and never covers
 // an owned one.

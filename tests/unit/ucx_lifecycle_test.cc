@@ -197,7 +197,8 @@ TEST(UcxChannel, OwnerGetsBackInWhilePeersStream) {
   std::atomic<uint32_t> senders_done{0};
   std::array<std::atomic<uint64_t>, kRanks> sent_by{};
   Options split;
-  split.split_messages = true;  // held payloads: UCX grows its pools, the helper slows
+  split.split_messages = true;   // held payloads: UCX grows its pools, the helper slows
+  split.persistent_data = true;  // held on TCP too
   run_ranks(kRanks, split, [&](uint32_t me, std::unique_ptr<Channel>& chp) {
     std::array<P2pEvent, 16> events;
     if (me != kReceiver) {

@@ -2,8 +2,11 @@
 // payload of 512 bytes or more stays in UCX's buffer and arrives as a
 // RecvView in three pieces, valid until released — in any order, and while
 // later messages arrive. Smaller payloads, rendezvous messages and frames
-// sent whole arrive in one piece. Every byte is checked, with UCX's TCP
-// receive segment at ibbcast's default and at UCX's own.
+// sent whole arrive in one piece. TCP cannot lend UCX its buffers: there
+// the split path runs only with Options::persistent_data (UCX's copy), and
+// without it everything arrives whole. Every byte is checked, with UCX's
+// TCP receive segment at ibbcast's default and at UCX's own. A placer's
+// eager payloads go straight to the places it names.
 #include <cstring>
 #include <deque>
 
@@ -23,9 +26,10 @@ std::vector<std::byte> bytes_of(std::size_t n, uint32_t seed) {
 
 // tcp_rx_seg: UCX's receive segment; at 0 (UCX's 64 KiB) the 70,000-byte
 // payload comes in two segments that UCX joins, at 512 KiB in one.
-void check_split(uint64_t tcp_rx_seg) {
+void check_split(uint64_t tcp_rx_seg, bool persistent = true) {
   Options o = tcp_only();
   o.split_messages = true;
+  o.persistent_data = persistent;
   o.config.tcp_rx_seg = tcp_rx_seg;
   constexpr std::size_t kRounds = 3, kMessages = kRounds * std::size(kSizes);
   run_ranks(2, o, [&](uint32_t me, std::unique_ptr<Channel>& ch) {
@@ -71,7 +75,7 @@ void check_split(uint64_t tcp_rx_seg) {
       if (!whole) want.insert(want.end(), tail.begin(), tail.end());
       EXPECT_EQ(frame_bytes(v), want) << "message " << k;
       const std::size_t n = payloads[k].size();
-      const bool expect_split = !whole && n >= 512 && n < 256 * 1024;
+      const bool expect_split = persistent && !whole && n >= 512 && n < 256 * 1024;
       EXPECT_EQ(v.split, expect_split) << "message " << k << " of " << n << " bytes";
       if (v.split) {
         EXPECT_EQ(v.bytes.size(), head.size());
@@ -80,7 +84,7 @@ void check_split(uint64_t tcp_rx_seg) {
       }
       ch->release(v);
     }
-    EXPECT_GT(split, 0u);
+    EXPECT_EQ(split > 0, persistent);
   });
 }
 
@@ -90,6 +94,101 @@ TEST(UcxSplit, LargeEagerPayloadsStayInUcxUntilReleased) {
 
 TEST(UcxSplit, LargeEagerPayloadsInUcxSegmentsOfItsOwnSize) {
   check_split(0);
+}
+
+TEST(UcxSplit, OnTcpWithoutUcxsCopyEverythingArrivesWhole) {
+  check_split(UcxConfig{}.tcp_rx_seg, false);
+}
+
+// With a placer (a group's, P2pChannel::set_placer) an eager payload of 512
+// bytes or more is copied straight to the span the placer names and arrives
+// split, its payload that span; a payload the placer declines (an empty
+// span), a small one and a rendezvous one arrive whole, as without a placer
+// on TCP; with ucx_place=off the placer is never asked.
+void check_placer(bool place) {
+  Options o = tcp_only();
+  o.split_messages = true;  // as groups ask, and without UCX's copy
+  o.config.place = place;
+  constexpr std::size_t kPlaced[] = {600, 4096, 70000, 200 * 1024, 100, 300 * 1024};
+  constexpr std::size_t kMessages = 2 * std::size(kPlaced);
+  run_ranks(2, o, [&](uint32_t me, std::unique_ptr<Channel>& ch) {
+    const auto tail = bytes_of(4, 2);
+    std::vector<std::vector<std::byte>> payloads, heads, places;
+    for (std::size_t k = 0; k < kMessages; ++k) {
+      payloads.push_back(bytes_of(kPlaced[k % std::size(kPlaced)], static_cast<uint32_t>(k)));
+      heads.push_back(bytes_of(48, 9));
+      heads.back()[0] = std::byte(k);  // the placer's key
+      places.emplace_back(payloads.back().size(), std::byte{0xEE});
+    }
+    if (me == 0) {
+      uint32_t done = 0;
+      for (std::size_t k = 0; k < kMessages; ++k) {
+        auto r = ch->send(1, Gather{{heads[k], payloads[k], tail}}, k);
+        ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+        if (*r) ++done;
+      }
+      ASSERT_TRUE(poll_until(
+          *ch, [&](P2pEvent& e) { done += e.kind == P2pEvent::Kind::kSendComplete; },
+          [&] { return done == kMessages; }));
+      return;
+    }
+    std::size_t asked = 0;
+    // The second round declined.
+    ch->set_placer([&](std::span<const std::byte> head, std::size_t n) -> std::span<std::byte> {
+      ++asked;
+      const auto k = static_cast<std::size_t>(head[0]);
+      EXPECT_EQ(head.size(), 48u);
+      EXPECT_EQ(n, payloads[k].size());
+      if (k >= std::size(kPlaced)) return {};
+      return places[k];
+    });
+    std::size_t got = 0, placed = 0;
+    ASSERT_TRUE(poll_until(
+        *ch,
+        [&](P2pEvent& e) {
+          if (e.kind != P2pEvent::Kind::kMessage) return;
+          const RecvView& v = e.message;
+          const auto k = static_cast<std::size_t>(v.bytes[0]);
+          ASSERT_LT(k, kMessages);
+          ++got;
+          std::vector<std::byte> want = heads[k];
+          want.insert(want.end(), payloads[k].begin(), payloads[k].end());
+          want.insert(want.end(), tail.begin(), tail.end());
+          EXPECT_EQ(frame_bytes(v), want) << "message " << k;
+          const std::size_t n = payloads[k].size();
+          const bool eager = n >= 512 && n < 256 * 1024;
+          const bool placed_here = place && k < std::size(kPlaced) && eager;
+          EXPECT_EQ(v.split, placed_here) << "message " << k << " of " << n << " bytes";
+          if (v.split) {
+            EXPECT_EQ(v.bytes.size(), 48u);
+          }
+          if (placed_here) {
+            ++placed;
+            EXPECT_EQ(v.payload.data(), places[k].data()) << "message " << k;
+            EXPECT_EQ(places[k], payloads[k]) << "message " << k;
+          } else {
+            EXPECT_NE(v.payload.data(), places[k].data()) << "message " << k;
+          }
+        },
+        [&] { return got == kMessages; }));
+    EXPECT_EQ(placed, place ? 4u : 0u);
+    if (!place) {
+      EXPECT_EQ(asked, 0u);
+    }
+    std::size_t counted = 0;
+    for (const TransportCounter& c : ch->counters())
+      if (c.name == "placed_messages") counted = c.value;
+    EXPECT_EQ(counted, placed);
+    ch->set_placer(nullptr);
+  });
+}
+
+TEST(UcxSplit, PlacerTakesLargeEagerPayloadsToTheirPlace) {
+  check_placer(true);
+}
+
+TEST(UcxSplit, PlacerIgnoredWhenPlacementIsOff) {
+  check_placer(false);
 }
 
 TEST(UcxSplit, OffByDefault) {

@@ -183,6 +183,7 @@ Result<std::unique_ptr<Channel>> Channel::create(Bootstrap& bootstrap, const Opt
   if (config != nullptr) ucp_config_release(config);
   if (local) ch->start_registration(reg);
   ch->split_ = options.split_messages;
+  ch->persistent_ = options.persistent_data;
   if (local) {
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -285,9 +286,13 @@ Status Channel::connect(std::span<const std::byte> addresses, std::size_t stride
   IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kHelloId, on_hello, this, 0));
   IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kByeId, on_bye, this, 0));
   IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kByeAckId, on_bye_ack, this, 0));
-  // PERSISTENT_DATA: an eager payload may be kept past the handler (split_).
-  IBBCAST_RETURN_IF_ERROR(set_handler(worker_, kAmId, &Glue::on_am, this,
-                                      UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA));
+  // Without PERSISTENT_DATA a payload is keepable (split_) where the
+  // transport lends UCX its receive buffer (verbs); on TCP, where it cannot,
+  // the flag made UCX copy every eager payload before the handler, which
+  // then copied it once more (to its place, or next to its header).
+  IBBCAST_RETURN_IF_ERROR(
+      set_handler(worker_, kAmId, &Glue::on_am, this,
+                  UCP_AM_FLAG_WHOLE_MSG | (persistent_ ? UCP_AM_FLAG_PERSISTENT_DATA : 0)));
   ucs_status_t s;
   for (uint32_t r = 0; r < size_; ++r) {
     if (!members_[r]) continue;

@@ -47,7 +47,14 @@ struct Options {
   /// the payload stays in UCX's receive buffer until released, instead of
   /// being copied next to its header. For consumers that handle
   /// RecvView::split: make_fabric_transport asks for it, as groups do.
+  /// Only where the transport lends UCX its receive buffers (verbs) unless
+  /// persistent_data.
   bool split_messages = false;
+  /// UCX keeps every eager payload for split_messages, also on a transport
+  /// that cannot lend its buffers (TCP), by copying it into one of its own
+  /// first. That copy is what split receives save, so it is off but for
+  /// the tests of the split path on this machine's TCP.
+  bool persistent_data = false;
   /// The ranks that use the channel (empty: every rank). The others only
   /// take part in opening it, which is collective (open()): a node-aware
   /// group's ranks other than the leaders send and receive nothing on it,
@@ -114,8 +121,11 @@ class Channel : public P2pChannel {
   /// the memory handle. An empty region when registration is off or the
   /// range too small (ucx_register.cc).
   Result<MemoryRegion> register_memory(std::span<std::byte> range) override;
-  /// reg_* (the cache's statistics) and memh_sends.
+  /// placed_messages, and with registration reg_* (the cache's statistics)
+  /// and memh_sends.
   std::vector<TransportCounter> counters() const override;
+  /// Kept when UcxConfig::place (the default); asked in poll() only.
+  void set_placer(Placer placer) override;
 
   uint32_t rank() const { return rank_; }
   uint32_t size() const { return size_; }
@@ -136,6 +146,8 @@ class Channel : public P2pChannel {
     std::size_t size = 0;
     void* ucx_data = nullptr;
     std::size_t head_len = 0, payload_len = 0;
+    /// The payload was copied to its place (the placer's span).
+    std::byte* placed = nullptr;
   };
   /// A goodbye: who, whether it finished every broadcast, and how many
   /// messages it sent the receiver before it.
@@ -218,7 +230,10 @@ class Channel : public P2pChannel {
   ucp_worker* worker_ = nullptr;
   int efd_ = -1;
   std::size_t max_am_header_ = 0;
-  bool split_ = false;  ///< Options::split_messages
+  bool split_ = false;       ///< Options::split_messages
+  bool persistent_ = false;  ///< Options::persistent_data
+  Placer placer_;            ///< set_placer, when UcxConfig::place
+  bool placing_ = false;     ///< inside poll(): the placer may be asked
   bool closing_ = false;
   bool depart_clean_ = true;   ///< depart()
   bool said_goodbye_ = false;  ///< send_goodbyes() ran: once per channel
@@ -240,6 +255,7 @@ class Channel : public P2pChannel {
   std::unique_ptr<UnmapWatch> watch_;  ///< null: no cache past a call
   std::unique_ptr<RegCache> cache_;
   uint64_t memh_sends_ = 0;
+  uint64_t placed_ = 0;  ///< messages whose payload the placer took
 
   // The hand-off thread (transports/hand_off.h): every call of the owner
   // holds its lock; between calls the helper progresses the worker.

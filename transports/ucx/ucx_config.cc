@@ -9,7 +9,7 @@ namespace {
 
 using namespace config_detail;
 
-const std::array<ConfigField<UcxConfig>, 5> kTable = {{
+const std::array<ConfigField<UcxConfig>, 6> kTable = {{
     bool_field<&UcxConfig::register_buffers>(
         "ucx_register", "on",
         "stage-2 sends pass UCX a registration of the broadcast's buffer (ucp_mem_map)"),
@@ -25,6 +25,10 @@ const std::array<ConfigField<UcxConfig>, 5> kTable = {{
         "ucx_tcp_rx_seg", "512k",
         "UCX's TCP receive segment where UCX_TCP_RX_SEG_SIZE is unset: a stage-2 run arrives "
         "whole, not cut in 64 KiB pieces and joined again; 0 = UCX's default"),
+    bool_field<&UcxConfig::place>(
+        "ucx_place", "on",
+        "an arriving eager message's payload is copied straight to its place in the "
+        "broadcast's buffer, not to a buffer of its own first"),
 }};
 
 }  // namespace

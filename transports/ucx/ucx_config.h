@@ -22,6 +22,10 @@ struct UcxConfig {
   /// unset: a stage-2 run then arrives in one segment, one handler call and no
   /// reassembly, where UCX's 64 KiB cut a 256 KiB run in five. 0: UCX's own.
   uint64_t tcp_rx_seg = 512 * 1024;
+  /// An eager message's payload, which UCX lends the handler only for the
+  /// call, is copied straight to its place in the broadcast's buffer (the
+  /// group's P2pChannel::Placer) instead of to a buffer of its own first.
+  bool place = true;
 };
 
 std::span<const ConfigField<UcxConfig>> ucx_config_table();

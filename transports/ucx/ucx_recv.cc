@@ -1,7 +1,9 @@
 // Arrivals on the UCX channel: the active-message handler that copies an
-// eager frame, keeps its payload in UCX's buffer (split_messages) or starts a
-// rendezvous receive; the end of that receive; delivery in each peer's order;
-// poll() and release().
+// eager frame (its payload to its place in the broadcast's buffer when the
+// group's placer knows it), keeps its payload in UCX's buffer
+// (split_messages, where UCX may keep it) or starts a rendezvous receive;
+// the end of that receive; delivery in each peer's order; poll() and
+// release().
 #include <cstring>
 
 #include "transports/ucx/ucx_am.h"
@@ -26,6 +28,25 @@ ucs_status_t Channel::Glue::on_am(void* arg, const void* header, size_t header_l
   if (h.from >= ch->size_ || sizeof h + h.head_len + h.tail_len != header_length) return UCS_OK;
   const auto* extra = static_cast<const std::byte*>(header) + sizeof h;
   Buffer b;
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (!rndv && ch->placing_ && ch->placer_ && length >= kSplitMin) {
+    // Straight to its place in the broadcast's buffer while the bytes UCX
+    // just received are still in the cache; UCX has its buffer back at once
+    // and the engine copies them no second time.
+    const std::span<std::byte> place = ch->placer_(std::span(extra, h.head_len), length);
+    if (place.size() == length) {
+      std::memcpy(place.data(), data, length);
+      b.size = h.head_len + h.tail_len;
+      b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
+      std::memcpy(b.data.get(), extra, b.size);
+      b.placed = place.data();
+      b.head_len = h.head_len;
+      b.payload_len = length;
+      ++ch->placed_;
+      ch->deliver(h.from, h.seq, std::move(b));
+      return UCS_OK;
+    }
+  }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0 && ch->split_ && length >= kSplitMin) {
     // Keep UCX's buffer (UCS_INPROGRESS) rather than copying the payload
     // next to its header and trailer; release() gives it back.
@@ -42,7 +63,7 @@ ucs_status_t Channel::Glue::on_am(void* arg, const void* header, size_t header_l
   b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
   std::memcpy(b.data.get(), extra, h.head_len);
   std::memcpy(b.data.get() + h.head_len + length, extra + h.head_len, h.tail_len);
-  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+  if (!rndv) {
     // Eager: UCX owns `data` only during this call, so copy.
     if (length != 0) std::memcpy(b.data.get() + h.head_len, data, length);
     ch->deliver(h.from, h.seq, std::move(b));
@@ -103,8 +124,9 @@ void Channel::deliver(uint32_t peer, uint64_t seq, Buffer buffer) {
     e.kind = P2pEvent::Kind::kMessage;
     e.peer = peer;
     e.message = RecvView{std::span<const std::byte>(held.data.get(), held.size), peer, handle};
-    if (held.ucx_data != nullptr) {
-      const auto* payload = static_cast<const std::byte*>(held.ucx_data);
+    if (held.ucx_data != nullptr || held.placed != nullptr) {
+      const auto* payload =
+          held.placed != nullptr ? held.placed : static_cast<const std::byte*>(held.ucx_data);
       if (held.size == 0) {
         e.message.bytes = {payload, held.payload_len};  // a frame sent whole
       } else {
@@ -125,9 +147,13 @@ void Channel::deliver(uint32_t peer, uint64_t seq, Buffer buffer) {
 
 std::size_t Channel::poll(std::span<P2pEvent> out) {
   auto lock = owner_lock();
+  // The placer reads the owner's broadcasts: asked only here, on its thread,
+  // never from the hand-off thread's or a departure's progress.
+  placing_ = true;
   for (int i = 0; i < kMaxProgressCalls && events_.size() < out.size(); ++i) {
     if (ucp_worker_progress(worker_) == 0) break;
   }
+  placing_ = false;
   send_acks();
   std::size_t n = 0;
   while (n < out.size() && !events_.empty()) {
@@ -135,6 +161,11 @@ std::size_t Channel::poll(std::span<P2pEvent> out) {
     events_.pop_front();
   }
   return n;
+}
+
+void Channel::set_placer(Placer placer) {
+  auto lock = owner_lock();
+  if (reg_config_.place) placer_ = std::move(placer);
 }
 
 void Channel::release(const RecvView& view) {

@@ -82,17 +82,19 @@ void* Channel::memh_for(std::span<const std::byte> payload, SendOp* op) {
 
 std::vector<TransportCounter> Channel::counters() const {
   std::lock_guard lock(helper_.mutex());
-  if (!cache_) return {};
+  std::vector<TransportCounter> out{{"placed_messages", placed_}};
+  if (!cache_) return out;
   const RegCacheStats& s = cache_->stats();
-  return {{"memh_sends", memh_sends_},
-          {"reg_hits", s.hits},
-          {"reg_misses", s.misses},
-          {"reg_failures", s.map_failures},
-          {"reg_evictions", s.evictions},
-          {"reg_invalidations", s.invalidations},
-          {"reg_unmaps", s.unmaps},
-          {"reg_bytes", s.cached_bytes},
-          {"reg_cache", watch_ ? uint64_t{1} : uint64_t{0}}};
+  out.insert(out.end(), {{"memh_sends", memh_sends_},
+                         {"reg_hits", s.hits},
+                         {"reg_misses", s.misses},
+                         {"reg_failures", s.map_failures},
+                         {"reg_evictions", s.evictions},
+                         {"reg_invalidations", s.invalidations},
+                         {"reg_unmaps", s.unmaps},
+                         {"reg_bytes", s.cached_bytes},
+                         {"reg_cache", watch_ ? uint64_t{1} : uint64_t{0}}});
+  return out;
 }
 
 }  // namespace ibbcast::ucx
