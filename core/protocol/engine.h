@@ -86,11 +86,13 @@ class Engine {
   /// Where the payload of a reliable frame with header `head` and
   /// `payload_len` bytes of payload belongs: its place in the buffer of the
   /// posted broadcast it is for, when every fragment it carries is still
-  /// missing there; else empty. A channel may copy the payload there before
-  /// the frame is handed over (P2pChannel::set_placer); on_message_parts
-  /// then finds it in place. Never with authentication (bytes reach the
-  /// buffer only after their tag is checked), never on the root.
-  std::span<std::byte> placement(std::span<const std::byte> head, std::size_t payload_len);
+  /// missing there, or `present` when every one is held there already;
+  /// else nothing. A channel may copy the payload to the place (or, when
+  /// present, not at all) before the frame is handed over with that place
+  /// as its payload (P2pChannel::set_placer); on_message_parts then finds
+  /// it in place. Never with authentication (bytes reach the buffer only
+  /// after their tag is checked), never on the root.
+  Placement placement(std::span<const std::byte> head, std::size_t payload_len);
   /// A send the driver popped with completed=false has finished.
   void on_send_complete(uint64_t op, Nanos now);
   /// A peer is dead or unreachable: every pending op fails, later posts fail.

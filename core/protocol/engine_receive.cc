@@ -53,7 +53,7 @@ void Engine::on_message_parts(uint32_t from, std::span<const std::byte> head,
   take_message(from, decoded, f, why, now);
 }
 
-std::span<std::byte> Engine::placement(std::span<const std::byte> head, std::size_t payload_len) {
+Placement Engine::placement(std::span<const std::byte> head, std::size_t payload_len) {
   FrameHeader h;
   if (id_.auth || !decode_head(head, &h) || (h.flags & kFlagReliable) == 0 ||
       h.session != id_.session || h.payload_len != payload_len || payload_len == 0) {
@@ -68,12 +68,15 @@ std::span<std::byte> Engine::placement(std::span<const std::byte> head, std::siz
   const uint64_t begin = uint64_t{h.frag_index} * id_.fragment_size;
   if (payload_len > op->buffer.size() - begin) return {};
   // Bytes in place count only once the frame is taken (and checked): none
-  // may land on a fragment this rank already holds.
+  // may land on a fragment this rank already holds. All of them held: the
+  // frame is a duplicate (two-stage's ring copy behind its datagrams), its
+  // payload already there.
   const uint64_t last = h.frag_index + (payload_len - 1) / id_.fragment_size;
-  for (uint64_t f = h.frag_index; f <= last; ++f) {
-    if (op->owns(static_cast<uint32_t>(f))) return {};
-  }
-  return op->buffer.subspan(begin, payload_len);
+  uint64_t held = 0;
+  for (uint64_t f = h.frag_index; f <= last; ++f)
+    held += op->owns(static_cast<uint32_t>(f)) ? 1 : 0;
+  if (held != 0 && held != last - h.frag_index + 1) return {};
+  return {op->buffer.subspan(begin, payload_len), held != 0};
 }
 
 void Engine::take_message(uint32_t from, bool decoded, const Frame& f, Reject why, Nanos now) {

@@ -102,6 +102,16 @@ void encode_crc_trailer(std::span<const std::byte, kHeaderSize> header,
                         std::span<const std::byte> payload, std::span<std::byte, kCrcSize> out);
 
 /// A decoded, self-consistent frame: `payload` and `tag` point into the input.
+/// Where an arriving reliable frame's payload belongs (Engine::placement,
+/// P2pChannel::Placer): its place in a posted broadcast's buffer, or
+/// nothing (an empty span: the usual copy).
+struct Placement {
+  std::span<std::byte> place;
+  /// Every fragment the payload carries is held there already: the payload
+  /// need not be copied at all (a ring copy behind its datagrams).
+  bool present = false;
+};
+
 struct Frame {
   FrameHeader header;
   std::span<const std::byte> payload;

@@ -276,7 +276,7 @@ Result<std::unique_ptr<Group::Impl>> Group::Impl::create(Transport& transport, B
   // to its place, unless a landing zone is open: the NIC may still write
   // the zone's places with datagrams the driver has not checked yet.
   g->p2p_->set_placer([impl = g.get()](std::span<const std::byte> head, std::size_t n) {
-    return impl->landing_op_ != 0 ? std::span<std::byte>() : impl->engine_->placement(head, n);
+    return impl->landing_op_ != 0 ? Placement{} : impl->engine_->placement(head, n);
   });
   if (layout.node_aware) IBBCAST_RETURN_IF_ERROR(setup_nodes(*g, bootstrap, layout, config));
   // Back to the application, which may compute for a long time before its

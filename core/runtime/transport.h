@@ -16,6 +16,7 @@
 #include "core/protocol/auth.h"
 #include "core/protocol/status.h"
 #include "core/protocol/units.h"
+#include "core/protocol/wire.h"
 
 namespace ibbcast {
 
@@ -251,12 +252,12 @@ class P2pChannel {
   /// header (the first part of the Gather it was sent as) and the
   /// payload's length, a span of exactly that length in a posted broadcast's
   /// buffer, or an empty one (not known, not safe: the usual copy). The
-  /// channel copies the payload there and hands the message out split, its
+  /// channel copies the payload there — or not at all when the placement
+  /// says the bytes are present — and hands the message out split, its
   /// `payload` that span, so the consumer copies it no second time. Asked
   /// only from inside poll(), on the owner's thread; nullptr stops it. A
   /// channel or wrapper that ignores it loses the saved copy, nothing else.
-  using Placer =
-      std::function<std::span<std::byte>(std::span<const std::byte> head, std::size_t payload_len)>;
+  using Placer = std::function<Placement(std::span<const std::byte> head, std::size_t payload_len)>;
   virtual void set_placer(Placer /*placer*/) {}
 };
 

@@ -109,7 +109,7 @@ TEST(EngineAuth, NoPlacementBeforeTheTagIsChecked) {
   for (auto& [kind, f] : genuine) {
     if (kind != Action::Kind::kReliable) continue;
     ++reliable;
-    EXPECT_TRUE(rx.placement(std::span(f).first(kHeaderSize), kFrag).empty());
+    EXPECT_TRUE(rx.placement(std::span(f).first(kHeaderSize), kFrag).place.empty());
   }
   EXPECT_GT(reliable, 0u);
 }

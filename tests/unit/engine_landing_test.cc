@@ -73,7 +73,7 @@ TEST(Engine, PlacementNamesTheMissingFragmentsPlace) {
   ASSERT_TRUE(decode_frame(frames[0].second, &first, &why));
   const auto head0 = std::span(frames[0].second).first(kHeaderSize);
   // Not posted here yet: no place.
-  EXPECT_TRUE(recv.placement(head0, first.payload.size()).empty());
+  EXPECT_TRUE(recv.placement(head0, first.payload.size()).place.empty());
   auto id = recv.post(0, dst, Nanos(1));
   ASSERT_TRUE(id.is_ok());
   uint32_t placed_frags = 0;
@@ -83,16 +83,22 @@ TEST(Engine, PlacementNamesTheMissingFragmentsPlace) {
     ASSERT_TRUE(decode_frame(f, &fr, &why));
     const auto head = std::span(f).first(kHeaderSize);
     const std::size_t n = fr.payload.size();
-    EXPECT_TRUE(recv.placement(head, n - 1).empty());  // not the frame's length
-    EXPECT_TRUE(root.placement(head, n).empty());      // the root's buffer is the source
-    const auto place = recv.placement(head, n);
+    EXPECT_TRUE(recv.placement(head, n - 1).place.empty());  // not the frame's length
+    EXPECT_TRUE(root.placement(head, n).place.empty());      // the root's buffer is the source
+    const auto [place, present] = recv.placement(head, n);
+    EXPECT_FALSE(present);
     ASSERT_EQ(place.size(), n);
     ASSERT_EQ(place.data(), dst.data() + uint64_t{fr.header.frag_index} * kFrag);
     std::memcpy(place.data(), fr.payload.data(), n);  // "the channel"
     recv.on_message_parts(0, head, place, std::span(f).subspan(kHeaderSize + n), Nanos(2));
     placed_frags += fr.fragments;
-    // Held now: no place for the same fragments again.
-    EXPECT_TRUE(recv.placement(head, n).empty());
+    // Held now: the same fragments are present, not to be copied again
+    // (until the broadcast is done: then nothing is placed any more).
+    if (recv.state(*id) != OpState::kDone) {
+      const auto again = recv.placement(head, n);
+      EXPECT_TRUE(again.present);
+      EXPECT_EQ(again.place.data(), place.data());
+    }
   }
   EXPECT_GT(frames.size(), 1u);
   EXPECT_EQ(recv.state(*id), OpState::kDone);
@@ -100,7 +106,71 @@ TEST(Engine, PlacementNamesTheMissingFragmentsPlace) {
   EXPECT_EQ(recv.stats().copies, 0u);
   EXPECT_EQ(recv.stats().zero_copy_receives, placed_frags);
   // Done: nothing is placed in its buffer any more.
-  EXPECT_TRUE(recv.placement(head0, first.payload.size()).empty());
+  EXPECT_TRUE(recv.placement(head0, first.payload.size()).place.empty());
+}
+
+// Two-stage's ring copy of fragments the datagrams brought already is
+// present: placed nowhere, taken where the bytes are as a duplicate, no
+// copy. A run of held and missing fragments has no place (the usual copy);
+// one of missing fragments only has its place.
+TEST(Engine, RingCopyBehindItsDatagramsIsPresent) {
+  EngineConfig c = two_stage();
+  c.run_size = 2 * kFrag;
+  Engine root(c, ident(0, 2)), recv(c, ident(1, 2));
+  auto src = bytes(5 * kFrag, 6);
+  ASSERT_TRUE(root.post(0, src, Nanos(0)).is_ok());
+  auto frames = drain(root, Nanos(0));
+  std::vector<std::byte> dst(src.size());
+  auto id = recv.post(0, dst, Nanos(0));
+  ASSERT_TRUE(id.is_ok());
+  // Fragments 0-2 arrive by multicast, 3 and 4 are lost.
+  constexpr uint32_t kArrived = 3;
+  uint32_t datagrams = 0;
+  for (auto& [kind, f] : frames) {
+    if (kind != Action::Kind::kMulticast) continue;
+    if (datagrams++ < kArrived) recv.on_datagram(f, Nanos(1));
+  }
+  ASSERT_EQ(datagrams, 5u);
+  uint32_t present = 0, mixed = 0, missing = 0;
+  Reject why{};
+  for (auto& [kind, f] : frames) {
+    if (kind != Action::Kind::kReliable) continue;
+    Frame fr;
+    ASSERT_TRUE(decode_frame(f, &fr, &why));
+    const auto head = std::span(f).first(kHeaderSize);
+    const std::size_t n = fr.payload.size();
+    const auto tail = std::span(f).subspan(kHeaderSize + n);
+    const uint32_t first = fr.header.frag_index, end = first + fr.fragments;
+    std::byte* at = dst.data() + uint64_t{first} * kFrag;
+    const Placement p = recv.placement(head, n);
+    const uint64_t copies = recv.stats().copies;
+    if (end <= kArrived) {  // every fragment held
+      ++present;
+      ASSERT_TRUE(p.present);
+      ASSERT_EQ(p.place.data(), at);
+      ASSERT_EQ(p.place.size(), n);
+      recv.on_message_parts(0, head, p.place, tail, Nanos(2));  // "the channel" copied nothing
+      EXPECT_EQ(recv.stats().copies, copies);
+    } else if (first >= kArrived) {  // every fragment missing
+      ++missing;
+      EXPECT_FALSE(p.present);
+      ASSERT_EQ(p.place.data(), at);
+      ASSERT_EQ(p.place.size(), n);
+      std::memcpy(p.place.data(), fr.payload.data(), n);
+      recv.on_message_parts(0, head, p.place, tail, Nanos(2));
+      EXPECT_EQ(recv.stats().copies, copies);
+    } else {
+      ++mixed;
+      EXPECT_TRUE(p.place.empty());
+      EXPECT_FALSE(p.present);
+      recv.on_message_parts(0, head, fr.payload, tail, Nanos(2));  // the usual copy
+    }
+  }
+  EXPECT_GT(present, 0u);
+  EXPECT_GT(mixed + missing, 0u);
+  EXPECT_GT(recv.stats().messages_duplicate, 0u);
+  EXPECT_EQ(recv.state(*id), OpState::kDone);
+  EXPECT_EQ(dst, src);
 }
 
 // Loss leaves gaps among the datagrams that came before the receiver

@@ -132,10 +132,11 @@ TEST(UcxRegister, SmallBuffersAndOffAreNotRegistered) {
     auto region = ch->register_memory(buffer);
     ASSERT_TRUE(region.is_ok());
     EXPECT_TRUE(region->empty());
-    // No registration counters: placed_messages alone.
+    // No registration counters: the placement's alone.
     const auto counters = ch->counters();
-    ASSERT_EQ(counters.size(), 1u);
+    ASSERT_EQ(counters.size(), 2u);
     EXPECT_EQ(counters[0].name, "placed_messages");
+    EXPECT_EQ(counters[1].name, "present_messages");
     send_buffer(me, *ch, buffer, 1);
     munmap(buffer.data(), kBuffer);
   });

@@ -102,9 +102,10 @@ TEST(UcxSplit, OnTcpWithoutUcxsCopyEverythingArrivesWhole) {
 
 // With a placer (a group's, P2pChannel::set_placer) an eager payload of 512
 // bytes or more is copied straight to the span the placer names and arrives
-// split, its payload that span; a payload the placer declines (an empty
-// span), a small one and a rendezvous one arrive whole, as without a placer
-// on TCP; with ucx_place=off the placer is never asked.
+// split, its payload that span; one the placer says is present there
+// arrives split on that span without a byte copied; a payload the placer
+// declines (an empty span), a small one and a rendezvous one arrive whole,
+// as without a placer on TCP; with ucx_place=off the placer is never asked.
 void check_placer(bool place) {
   Options o = tcp_only();
   o.split_messages = true;  // as groups ask, and without UCX's copy
@@ -133,16 +134,18 @@ void check_placer(bool place) {
       return;
     }
     std::size_t asked = 0;
-    // The second round declined.
-    ch->set_placer([&](std::span<const std::byte> head, std::size_t n) -> std::span<std::byte> {
+    // The second round declined, but for one the engine holds already.
+    constexpr std::size_t kPresent = std::size(kPlaced) + 1;
+    ch->set_placer([&](std::span<const std::byte> head, std::size_t n) -> Placement {
       ++asked;
       const auto k = static_cast<std::size_t>(head[0]);
       EXPECT_EQ(head.size(), 48u);
       EXPECT_EQ(n, payloads[k].size());
+      if (k == kPresent) return {places[k], true};
       if (k >= std::size(kPlaced)) return {};
-      return places[k];
+      return {places[k]};
     });
-    std::size_t got = 0, placed = 0;
+    std::size_t got = 0, placed = 0, present = 0;
     ASSERT_TRUE(poll_until(
         *ch,
         [&](P2pEvent& e) {
@@ -151,14 +154,21 @@ void check_placer(bool place) {
           const auto k = static_cast<std::size_t>(v.bytes[0]);
           ASSERT_LT(k, kMessages);
           ++got;
-          std::vector<std::byte> want = heads[k];
-          want.insert(want.end(), payloads[k].begin(), payloads[k].end());
-          want.insert(want.end(), tail.begin(), tail.end());
-          EXPECT_EQ(frame_bytes(v), want) << "message " << k;
           const std::size_t n = payloads[k].size();
           const bool eager = n >= 512 && n < 256 * 1024;
           const bool placed_here = place && k < std::size(kPlaced) && eager;
-          EXPECT_EQ(v.split, placed_here) << "message " << k << " of " << n << " bytes";
+          const bool present_here = place && k == kPresent;
+          // Present: the payload is what the place held (0xEE), not a byte of the message's.
+          std::vector<std::byte> want = heads[k];
+          if (present_here) {
+            want.insert(want.end(), n, std::byte{0xEE});
+          } else {
+            want.insert(want.end(), payloads[k].begin(), payloads[k].end());
+          }
+          want.insert(want.end(), tail.begin(), tail.end());
+          EXPECT_EQ(frame_bytes(v), want) << "message " << k;
+          EXPECT_EQ(v.split, placed_here || present_here)
+              << "message " << k << " of " << n << " bytes";
           if (v.split) {
             EXPECT_EQ(v.bytes.size(), 48u);
           }
@@ -166,19 +176,26 @@ void check_placer(bool place) {
             ++placed;
             EXPECT_EQ(v.payload.data(), places[k].data()) << "message " << k;
             EXPECT_EQ(places[k], payloads[k]) << "message " << k;
+          } else if (present_here) {
+            ++present;
+            EXPECT_EQ(v.payload.data(), places[k].data()) << "message " << k;
           } else {
             EXPECT_NE(v.payload.data(), places[k].data()) << "message " << k;
           }
         },
         [&] { return got == kMessages; }));
     EXPECT_EQ(placed, place ? 4u : 0u);
+    EXPECT_EQ(present, place ? 1u : 0u);
     if (!place) {
       EXPECT_EQ(asked, 0u);
     }
-    std::size_t counted = 0;
-    for (const TransportCounter& c : ch->counters())
+    std::size_t counted = 0, counted_present = 0;
+    for (const TransportCounter& c : ch->counters()) {
       if (c.name == "placed_messages") counted = c.value;
+      if (c.name == "present_messages") counted_present = c.value;
+    }
     EXPECT_EQ(counted, placed);
+    EXPECT_EQ(counted_present, present);
     ch->set_placer(nullptr);
   });
 }

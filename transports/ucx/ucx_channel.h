@@ -121,7 +121,7 @@ class Channel : public P2pChannel {
   /// the memory handle. An empty region when registration is off or the
   /// range too small (ucx_register.cc).
   Result<MemoryRegion> register_memory(std::span<std::byte> range) override;
-  /// placed_messages, and with registration reg_* (the cache's statistics)
+  /// placed_messages, present_messages, and with registration reg_* (the cache's statistics)
   /// and memh_sends.
   std::vector<TransportCounter> counters() const override;
   /// Kept when UcxConfig::place (the default); asked in poll() only.
@@ -255,7 +255,8 @@ class Channel : public P2pChannel {
   std::unique_ptr<UnmapWatch> watch_;  ///< null: no cache past a call
   std::unique_ptr<RegCache> cache_;
   uint64_t memh_sends_ = 0;
-  uint64_t placed_ = 0;  ///< messages whose payload the placer took
+  uint64_t placed_ = 0;   ///< messages whose payload the placer took
+  uint64_t present_ = 0;  ///< messages whose payload the engine held already
 
   // The hand-off thread (transports/hand_off.h): every call of the owner
   // holds its lock; between calls the helper progresses the worker.

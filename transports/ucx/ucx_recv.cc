@@ -31,18 +31,23 @@ ucs_status_t Channel::Glue::on_am(void* arg, const void* header, size_t header_l
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   if (!rndv && ch->placing_ && ch->placer_ && length >= kSplitMin) {
     // Straight to its place in the broadcast's buffer while the bytes UCX
-    // just received are still in the cache; UCX has its buffer back at once
-    // and the engine copies them no second time.
-    const std::span<std::byte> place = ch->placer_(std::span(extra, h.head_len), length);
+    // just received are still in the cache (or nowhere, when the engine
+    // holds them already); UCX has its buffer back at once and the engine
+    // copies them no second time.
+    const auto [place, present] = ch->placer_(std::span(extra, h.head_len), length);
     if (place.size() == length) {
-      std::memcpy(place.data(), data, length);
+      if (present) {
+        ++ch->present_;  // the engine holds these bytes already: no copy
+      } else {
+        std::memcpy(place.data(), data, length);
+        ++ch->placed_;
+      }
       b.size = h.head_len + h.tail_len;
       b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
       std::memcpy(b.data.get(), extra, b.size);
       b.placed = place.data();
       b.head_len = h.head_len;
       b.payload_len = length;
-      ++ch->placed_;
       ch->deliver(h.from, h.seq, std::move(b));
       return UCS_OK;
     }

@@ -82,7 +82,7 @@ void* Channel::memh_for(std::span<const std::byte> payload, SendOp* op) {
 
 std::vector<TransportCounter> Channel::counters() const {
   std::lock_guard lock(helper_.mutex());
-  std::vector<TransportCounter> out{{"placed_messages", placed_}};
+  std::vector<TransportCounter> out{{"placed_messages", placed_}, {"present_messages", present_}};
   if (!cache_) return out;
   const RegCacheStats& s = cache_->stats();
   out.insert(out.end(), {{"memh_sends", memh_sends_},
