@@ -148,6 +148,12 @@ class Channel : public P2pChannel {
     std::size_t head_len = 0, payload_len = 0;
     /// The payload was copied to its place (the placer's span).
     std::byte* placed = nullptr;
+    /// Bytes behind `data` when it came from (and goes back to) spare_bytes_.
+    std::size_t capacity = 0;
+    /// A split message's own part: header and trailer, copied from
+    /// `extra` (where the AM header holds them back to back).
+    static Buffer split(const std::byte* extra, std::size_t head_len, std::size_t tail_len,
+                        std::size_t payload_len);
   };
   /// A goodbye: who, whether it finished every broadcast, and how many
   /// messages it sent the receiver before it.
@@ -214,6 +220,10 @@ class Channel : public P2pChannel {
   void wait_requests(std::vector<std::pair<void*, Peer*>>& reqs,
                      std::chrono::steady_clock::time_point deadline);
   void deliver(uint32_t peer, uint64_t seq, Buffer buffer);
+  /// `b.data` for `n` bytes: a spare one from kSpareMin bytes on, else new.
+  void take_bytes(Buffer& b, std::size_t n);
+  /// Keeps a released buffer's bytes for take_bytes, within kSpareBytes.
+  void keep_bytes(Buffer& b);
   /// Gives UCX back the payloads still held (held_, early), before the worker goes.
   void release_ucx_data();
   void fail_peer(uint32_t peer, const std::string& why);
@@ -246,6 +256,14 @@ class Channel : public P2pChannel {
   std::vector<Peer> peers_;       // sized once: UCX error callbacks hold pointers into it
   std::deque<P2pEvent> events_;
   std::unordered_map<uint64_t, Buffer> held_;  // delivered, not yet released
+  // Arrival buffers kept after release. Fresh per message, a stage-2 run
+  // (up to 256 KiB) lies above glibc's mmap threshold or is trimmed back to
+  // the kernel when freed, so every message faulted its pages in again and
+  // the kernel zeroed them: 17 % of staging's CPU (perf, 4 ranks, 1 GiB).
+  static constexpr std::size_t kSpareMin = 16 << 10;   ///< smaller ones: malloc's bins do
+  static constexpr std::size_t kSpareBytes = 8 << 20;  ///< at most this much kept
+  std::vector<std::pair<std::unique_ptr<std::byte[]>, std::size_t>> spare_bytes_;
+  std::size_t spare_total_ = 0;
   uint64_t next_handle_ = 1;
   std::unordered_map<SendOp*, std::unique_ptr<SendOp>> sends_;
   std::vector<std::unique_ptr<SendOp>> spare_sends_;

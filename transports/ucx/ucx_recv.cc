@@ -19,6 +19,17 @@ constexpr int kMaxProgressCalls = 64;
 
 }  // namespace
 
+Channel::Buffer Channel::Buffer::split(const std::byte* extra, std::size_t head_len,
+                                       std::size_t tail_len, std::size_t payload_len) {
+  Buffer b;
+  b.size = head_len + tail_len;
+  b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
+  std::memcpy(b.data.get(), extra, b.size);
+  b.head_len = head_len;
+  b.payload_len = payload_len;
+  return b;
+}
+
 ucs_status_t Channel::Glue::on_am(void* arg, const void* header, size_t header_length, void* data,
                                   size_t length, const ucp_am_recv_param_t* param) {
   auto* ch = static_cast<Channel*>(arg);
@@ -42,12 +53,8 @@ ucs_status_t Channel::Glue::on_am(void* arg, const void* header, size_t header_l
         std::memcpy(place.data(), data, length);
         ++ch->placed_;
       }
-      b.size = h.head_len + h.tail_len;
-      b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
-      std::memcpy(b.data.get(), extra, b.size);
+      b = Buffer::split(extra, h.head_len, h.tail_len, length);
       b.placed = place.data();
-      b.head_len = h.head_len;
-      b.payload_len = length;
       ch->deliver(h.from, h.seq, std::move(b));
       return UCS_OK;
     }
@@ -55,17 +62,12 @@ ucs_status_t Channel::Glue::on_am(void* arg, const void* header, size_t header_l
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0 && ch->split_ && length >= kSplitMin) {
     // Keep UCX's buffer (UCS_INPROGRESS) rather than copying the payload
     // next to its header and trailer; release() gives it back.
-    b.size = h.head_len + h.tail_len;
-    b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
-    std::memcpy(b.data.get(), extra, b.size);
+    b = Buffer::split(extra, h.head_len, h.tail_len, length);
     b.ucx_data = data;
-    b.head_len = h.head_len;
-    b.payload_len = length;
     ch->deliver(h.from, h.seq, std::move(b));
     return UCS_INPROGRESS;
   }
-  b.size = h.head_len + length + h.tail_len;
-  b.data = std::make_unique_for_overwrite<std::byte[]>(b.size);
+  ch->take_bytes(b, h.head_len + length + h.tail_len);
   std::memcpy(b.data.get(), extra, h.head_len);
   std::memcpy(b.data.get() + h.head_len + length, extra + h.head_len, h.tail_len);
   if (!rndv) {
@@ -178,7 +180,34 @@ void Channel::release(const RecvView& view) {
   auto it = held_.find(view.handle);
   if (it == held_.end()) return;
   if (it->second.ucx_data != nullptr) ucp_am_data_release(worker_, it->second.ucx_data);
+  keep_bytes(it->second);
   held_.erase(it);
+}
+
+void Channel::take_bytes(Buffer& b, std::size_t n) {
+  b.size = n;
+  if (n >= kSpareMin) {
+    // The smallest spare that fits: the few sizes of a stream's runs each find theirs.
+    auto best = spare_bytes_.end();
+    for (auto it = spare_bytes_.begin(); it != spare_bytes_.end(); ++it) {
+      if (it->second >= n && (best == spare_bytes_.end() || it->second < best->second)) best = it;
+    }
+    if (best != spare_bytes_.end()) {
+      b.data = std::move(best->first);
+      b.capacity = best->second;
+      spare_total_ -= best->second;
+      spare_bytes_.erase(best);
+      return;
+    }
+    b.capacity = n;
+  }
+  b.data = std::make_unique_for_overwrite<std::byte[]>(n);
+}
+
+void Channel::keep_bytes(Buffer& b) {
+  if (b.capacity == 0 || !b.data || spare_total_ + b.capacity > kSpareBytes) return;
+  spare_total_ += b.capacity;
+  spare_bytes_.emplace_back(std::move(b.data), b.capacity);
 }
 
 void Channel::release_ucx_data() {
