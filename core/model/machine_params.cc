@@ -46,6 +46,7 @@ constexpr Field kFields[] = {
     {"multicast.L_us", nullptr, &MulticastCost::L, nullptr},
     {"multicast.G_us_per_byte", nullptr, &MulticastCost::G, nullptr},
     {"multicast.recv_G_us_per_byte", nullptr, &MulticastCost::G_r, nullptr},
+    {"multicast.call_us", nullptr, &MulticastCost::call, nullptr},
     {"engine.bcast_us", &MachineCosts::bcast_us, nullptr, nullptr},
     {"engine.bcast_wake_share", &MachineCosts::bcast_wake_share, nullptr, nullptr},
     {"engine.bcast_cpu_share", &MachineCosts::bcast_cpu_share, nullptr, nullptr},

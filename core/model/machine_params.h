@@ -46,8 +46,12 @@ struct MulticastCost {
   double L = 0;    ///< us in flight (one way minus o_s and o_r)
   double G = 0;    ///< us per byte, on the sender's port and in flight
   double G_r = 0;  ///< us per byte a receiver spends (the kernel's copy out of its socket)
+  /// us a broadcast's first send call holds the sender beyond o_s: a lone datagram's call
+  /// pays the whole delivery (bridge, receivers' sockets, their wake-ups) that a burst's
+  /// datagrams share. It delays the sender's next step, not the datagram (L holds it).
+  double call = 0;
 
-  bool set() const { return o_s > 0 || o_r > 0 || L > 0 || G > 0 || G_r > 0; }
+  bool set() const { return o_s > 0 || o_r > 0 || L > 0 || G > 0 || G_r > 0 || call > 0; }
   double send_us(uint64_t m) const;
   double recv_us(uint64_t m) const;
   double hop_us(uint64_t m) const;
@@ -120,7 +124,7 @@ struct ModelParams {
 /// The parameter file: '#' comment lines and "key = value" lines (us, us/byte, Mbit/s):
 ///   reliable.L_us reliable.o_us reliable.g_us reliable.G_us_per_byte
 ///   multicast.o_s_us multicast.o_r_us multicast.L_us multicast.G_us_per_byte
-///   multicast.recv_G_us_per_byte
+///   multicast.recv_G_us_per_byte multicast.call_us
 ///   reliable.send_cpu_us_per_byte reliable.recv_cpu_us_per_byte
 ///   engine.bcast_us engine.bcast_wake_share engine.bcast_cpu_share engine.run_bytes
 ///   engine.run_min_bytes

@@ -599,20 +599,22 @@ class Sim {
     // Without multicast costs a datagram costs what a reliable message does.
     const double send = mc.set() ? mc.send_us(m) : g.gap(m);
     const double cpu_out = mc.set() ? mc.send_us(m) : g.o + static_cast<double>(m - 1) * g.G;
+    // The first call's delivery holds the root beyond o_s (the datagram is not later for it).
+    const double call = k == 0 ? mc.call : 0;
     note_send(0, kMulticastTo, k, false);
     if (fair_) {
       // The datagram leaves once the sender's o is paid, as below.
       const double head = mc.set() ? mc.o_s : g.o;
       submit(0, Work{.ready = t,
                      .cpu_a = head,
-                     .cpu_b = send + sp_.machine.fragment_us - head,
+                     .cpu_b = send + call + sp_.machine.fragment_us - head,
                      .job = Job::kMulticast,
                      .id = k,
                      .m = m,
                      .after_mark = cpu_out - head});
       return;
     }
-    const double s = work(0, t, send + sp_.machine.fragment_us);
+    const double s = work(0, t, send + call + sp_.machine.fragment_us);
     send_wire(Transfer{0, kMulticastTo, k, m, s + cpu_out, 0, 0, mc.set() ? mc.L : g.L},
               s + (mc.set() ? mc.o_s : g.o));
   }

@@ -48,7 +48,7 @@ cat "$dir/cal"
 value() { awk -F' = ' -v k="$1" '$1 == k { print $2 }' "$dir/params.txt"; }
 for key in reliable.L_us reliable.o_us reliable.g_us reliable.G_us_per_byte multicast.o_s_us \
   multicast.o_r_us multicast.L_us multicast.G_us_per_byte multicast.recv_G_us_per_byte \
-  engine.bcast_us engine.fragment_us engine.byte_us link.mbit cpu.cores; do
+  multicast.call_us engine.bcast_us engine.fragment_us engine.byte_us link.mbit cpu.cores; do
   check "the parameter file has $key" "[[ -n '$(value "$key")' ]]"
 done
 for key in reliable.o_us multicast.o_s_us multicast.o_r_us engine.byte_us cpu.cores; do

@@ -365,6 +365,24 @@ TEST(MachineSim, MulticastCostsItsOwn) {
   EXPECT_DOUBLE_EQ(last(sp), 6 + 999 * 0.002);
 }
 
+TEST(MachineSim, AFirstSendCallHoldsTheRootNotTheDatagram) {
+  // Two-stage, 2 ranks, 1 B: the ring copy (a hop, 14 us, after the root's o_s) comes before
+  // the datagram (o_s + L + o_r = 33 us). A lone datagram's call delays the ring copy behind
+  // it by its excess over o_s...
+  SimParams sp = base(Algorithm::kTwoStage, 2, 1);
+  sp.machine.multicast = MulticastCost{1, 2, 30, 0};
+  const double pure = last(sp);
+  sp.machine.multicast.call = 10;
+  EXPECT_DOUBLE_EQ(last(sp), pure + 10);
+  // ...but never the datagram, whose flight L already holds the call: once the ring copy
+  // would come after it, the receiver owns the fragment when the datagram arrives.
+  sp.machine.multicast.call = 40;
+  const double datagram_first = last(sp);
+  EXPECT_LT(datagram_first, pure + 40);
+  sp.machine.multicast.call = 1000;
+  EXPECT_DOUBLE_EQ(last(sp), datagram_first);
+}
+
 TEST(MachineSim, LossIsRepairedByTheRing) {
   SimParams sp = base(Algorithm::kTwoStage, 4, 8 * 1024);
   sp.machine.multicast = MulticastCost{1, 1, 1, 0};
@@ -378,7 +396,7 @@ TEST(MachineSim, LossIsRepairedByTheRing) {
 TEST(MachineParams, RoundTrip) {
   ModelParams p;
   p.reliable = LogGP{1.5, 4.25, 7, 0.0007};
-  p.machine.multicast = MulticastCost{3.5, 1.25, 2, 0.0004, 0.00009};
+  p.machine.multicast = MulticastCost{3.5, 1.25, 2, 0.0004, 0.00009, 6.5};
   p.machine.bcast_us = 11;
   p.machine.bcast_wake_share = 0.75;
   p.machine.bcast_cpu_share = 0.5;
@@ -401,6 +419,7 @@ TEST(MachineParams, RoundTrip) {
   EXPECT_DOUBLE_EQ(q->machine.multicast.o_r, 1.25);
   EXPECT_DOUBLE_EQ(q->machine.multicast.G, 0.0004);
   EXPECT_DOUBLE_EQ(q->machine.multicast.G_r, 0.00009);
+  EXPECT_DOUBLE_EQ(q->machine.multicast.call, 6.5);
   EXPECT_DOUBLE_EQ(q->machine.bcast_us, 11);
   EXPECT_DOUBLE_EQ(q->machine.bcast_wake_share, 0.75);
   EXPECT_DOUBLE_EQ(q->machine.bcast_cpu_share, 0.5);
