@@ -61,6 +61,11 @@ std::unique_lock<std::mutex> HandOff::owner_lock() {
 void HandOff::hand_off() {
   {
     std::lock_guard lock(mu_);
+    // Away already (no channel call since the last hand-off): the helper has
+    // the channel and nothing new came from the owner. A node-aware group's
+    // member hands off twice per broadcast without touching its channel, and
+    // each extra turn was a wake-up on cores that 16 ranks share.
+    if (away_) return;
     away_ = true;
     ++handoffs_;
   }

@@ -72,6 +72,7 @@ class HandOff {
   /// aside until the next hand_off().
   std::unique_lock<std::mutex> owner_lock();
   /// The owner returns to the application: the helper takes turns. Never blocks long.
+  /// A second hand-off with no owner_lock() since the first changes nothing.
   void hand_off();
   /// The lock itself, for reads that do not bring the owner back (counters).
   std::mutex& mutex() const { return mu_; }
@@ -85,7 +86,7 @@ class HandOff {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool away_ = false;
-  uint64_t handoffs_ = 0;  ///< hand_off() calls: a turn for each, even during a grace
+  uint64_t handoffs_ = 0;  ///< hand-offs after the owner was back: a turn each, even in a grace
   bool stopping_ = false;
   std::atomic<int> owners_waiting_{0};
   std::atomic<bool> napping_{false};  ///< the helper naps on the fd (owner_lock kicks it)

@@ -93,6 +93,25 @@ TEST(HandOff, AnOwnerBackWithinTheGraceNeedsNoKick) {
   h.stop();
 }
 
+// An owner that hands off again without having used the channel since
+// (a node-aware member: once posting, once before it waits on its node's
+// segment) gives the helper nothing new: no second turn, no wake-up.
+TEST(HandOff, AHandOffWhileAwayTakesNoSecondTurn) {
+  Probe probe;
+  HandOff h = probe.make(std::chrono::seconds(10));
+  ASSERT_TRUE(h.start().is_ok());
+  h.hand_off();
+  ASSERT_TRUE(eventually([&] { return probe.turns == 1; }, std::chrono::seconds(5)));
+  h.hand_off();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(probe.turns.load(), 1);
+  // Back and away again: a turn at once, as before.
+  { auto lock = h.owner_lock(); }
+  h.hand_off();
+  EXPECT_TRUE(eventually([&] { return probe.turns == 2; }, std::chrono::seconds(2)));
+  h.stop();
+}
+
 // With bytes flowing the helper must be on the fd: a grace would leave a
 // sender's socket full until it ended.
 TEST(HandOff, ATurnThatFoundWorkNapsOnTheFdAtOnce) {
