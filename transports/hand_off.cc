@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -58,7 +59,7 @@ std::unique_lock<std::mutex> HandOff::owner_lock() {
   return lock;
 }
 
-void HandOff::hand_off() {
+void HandOff::hand_off(bool urgent) {
   {
     std::lock_guard lock(mu_);
     // Away already (no channel call since the last hand-off): the helper has
@@ -68,22 +69,53 @@ void HandOff::hand_off() {
     if (away_) return;
     away_ = true;
     ++handoffs_;
+    urgent_ = urgent || grace_ <= std::chrono::nanoseconds(0);
+    last_handoff_ = Clock::now();
+    if (!urgent_ && in_grace_) return;
   }
   cv_.notify_one();
 }
 
+HandOff::Grace HandOff::wait_out_grace(std::unique_lock<std::mutex>& lock, Clock::time_point from) {
+  in_grace_ = true;
+  Grace outcome = Grace::kAway;
+  for (;;) {
+    // The owner's return does not notify (it would cost the owner a
+    // syscall): it is seen when the wait ends.
+    const auto until = std::max(from, last_handoff_) + grace_;
+    if (cv_.wait_until(lock, until, [&] { return stopping_ || (away_ && urgent_); })) {
+      outcome = stopping_ ? Grace::kBack : Grace::kUrgent;
+      break;
+    }
+    if (!away_) {
+      outcome = Grace::kBack;
+      break;
+    }
+    if (Clock::now() >= std::max(from, last_handoff_) + grace_) break;
+  }
+  in_grace_ = false;
+  return outcome;
+}
+
 void HandOff::loop() {
   std::unique_lock lock(mu_);
+  const bool graceful = grace_ > std::chrono::nanoseconds(0);
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || away_; });
     if (stopping_) return;
+    // Nothing in flight: the first turn waits until the owner has been away
+    // a grace, and then an idle one naps at once.
+    const bool waited = !urgent_;
+    if (waited && wait_out_grace(lock, last_handoff_) == Grace::kBack) continue;
+    urgent_ = false;
     const uint64_t seen = handoffs_;
     const Turn turn = turn_();
     const bool more = turn == Turn::kMore;
-    // Back within the grace (or back and away again: a new hand-off takes a
-    // turn at once): no nap, no kick.
-    if (turn == Turn::kIdle && grace_ > std::chrono::nanoseconds(0) &&
-        cv_.wait_for(lock, grace_, [&] { return stopping_ || !away_ || handoffs_ != seen; })) {
+    // Back within the grace: no nap, no kick. Back and away again: the
+    // owner's calls may have taken the events the turn armed the fd for, so
+    // a turn comes before any nap.
+    if (turn == Turn::kIdle && graceful && !waited &&
+        (wait_out_grace(lock, Clock::now()) != Grace::kAway || handoffs_ != seen)) {
       continue;
     }
     lock.unlock();

@@ -21,6 +21,18 @@
 // flowing, a grace would leave a sender's socket full (a two-stage receiver
 // done by multicast, the root's ring copies still coming).
 //
+// Even a turn that finds nothing costs the owner: the helper's wake-up,
+// its progress and arm calls, and the lock it holds when the owner comes
+// back. A rank broadcasting 1 byte in a loop paid 9-10 us of its 21 for
+// them. So a hand-off with nothing of the owner's under way (the channel
+// says: no send or receive in progress, nothing owed) is not urgent: the
+// helper's first turn waits the grace too, and a hand-off while it waits
+// one does not even wake it; it looks at the latest hand-off when the grace
+// ends. Not urgent still means a turn a grace later if the owner stays
+// away, so what a transport held back (UCX over TCP keeps the tail of a
+// "completed" send when the socket was full) leaves at most a grace late,
+// and arrivals wait in the kernel as during an idle turn's grace.
+//
 // A busy helper must really let the owner in: unlocking and relocking a
 // mutex is not enough, as the thread already running wins it back nearly
 // every time. With a peer streaming to a rank whose owner had handed off, the
@@ -73,11 +85,18 @@ class HandOff {
   std::unique_lock<std::mutex> owner_lock();
   /// The owner returns to the application: the helper takes turns. Never blocks long.
   /// A second hand-off with no owner_lock() since the first changes nothing.
-  void hand_off();
+  /// `urgent`: the owner left work in flight, the first turn comes at once;
+  /// otherwise it comes after the grace, if the owner is still away.
+  void hand_off(bool urgent = true);
   /// The lock itself, for reads that do not bring the owner back (counters).
   std::mutex& mutex() const { return mu_; }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  enum class Grace { kBack, kUrgent, kAway };
+  /// Waits until the owner has been away a whole grace since `from` or the
+  /// latest hand-off, whichever is later; or until an urgent hand-off or stop().
+  Grace wait_out_grace(std::unique_lock<std::mutex>& lock, Clock::time_point from);
   void loop();
 
   std::function<Turn()> turn_;
@@ -86,7 +105,10 @@ class HandOff {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool away_ = false;
-  uint64_t handoffs_ = 0;  ///< hand-offs after the owner was back: a turn each, even in a grace
+  uint64_t handoffs_ = 0;  ///< to see an owner back and away again during a grace
+  bool urgent_ = false;    ///< the latest hand-off left work in flight
+  bool in_grace_ = false;  ///< the helper waits out a grace: hand-offs need not wake it
+  Clock::time_point last_handoff_{};
   bool stopping_ = false;
   std::atomic<int> owners_waiting_{0};
   std::atomic<bool> napping_{false};  ///< the helper naps on the fd (owner_lock kicks it)

@@ -23,17 +23,22 @@ struct Probe {
   // only the wake fd (a kick or stop) ends it early.
   std::chrono::milliseconds nap{10000};
   HandOff::Turn found = HandOff::Turn::kIdle;  // what every turn reports
+  std::atomic<Clock::time_point> first_turn{};
 
   HandOff make(std::chrono::nanoseconds grace = HandOff::kDefaultGrace) {
-    return HandOff([this] { return ++turns, found; },
-                   [this](int wake_fd) {
-                     napping = true;
-                     pollfd p{wake_fd, POLLIN, 0};
-                     ::poll(&p, 1, static_cast<int>(nap.count()));
-                     napping = false;
-                     ++naps_ended;
-                   },
-                   grace);
+    return HandOff(
+        [this] {
+          if (turns++ == 0) first_turn = Clock::now();
+          return found;
+        },
+        [this](int wake_fd) {
+          napping = true;
+          pollfd p{wake_fd, POLLIN, 0};
+          ::poll(&p, 1, static_cast<int>(nap.count()));
+          napping = false;
+          ++naps_ended;
+        },
+        grace);
   }
 };
 
@@ -121,6 +126,43 @@ TEST(HandOff, ATurnThatFoundWorkNapsOnTheFdAtOnce) {
   ASSERT_TRUE(h.start().is_ok());
   h.hand_off();
   EXPECT_TRUE(eventually([&] { return probe.napping.load(); }, std::chrono::seconds(2)));
+  h.stop();
+}
+
+// Nothing of the owner's in flight: the helper's first turn waits the grace
+// (an owner between two collectives costs no wake-up), and hand-offs inside
+// it move its end; an urgent one takes a turn at once.
+TEST(HandOff, AHandOffWithNothingInFlightWaitsTheGrace) {
+  Probe probe;
+  HandOff h = probe.make(std::chrono::seconds(10));
+  ASSERT_TRUE(h.start().is_ok());
+  h.hand_off(false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(probe.turns.load(), 0);
+  { auto lock = h.owner_lock(); }
+  h.hand_off(false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(probe.turns.load(), 0);
+  { auto lock = h.owner_lock(); }
+  h.hand_off(true);
+  EXPECT_TRUE(eventually([&] { return probe.turns == 1; }, std::chrono::seconds(2)));
+  h.stop();
+}
+
+TEST(HandOff, AnOwnerAwayAGraceAfterItsLastHandOffGetsATurnAndANap) {
+  Probe probe;
+  constexpr auto kGrace = std::chrono::milliseconds(300);
+  HandOff h = probe.make(kGrace);
+  ASSERT_TRUE(h.start().is_ok());
+  h.hand_off(false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  { auto lock = h.owner_lock(); }
+  const auto last = Clock::now();
+  h.hand_off(false);
+  ASSERT_TRUE(eventually([&] { return probe.napping.load(); }, std::chrono::seconds(5)));
+  EXPECT_GE(probe.first_turn.load(), last + kGrace);
+  // The turn came after a grace already: an idle one naps without another.
+  EXPECT_EQ(probe.turns.load(), 1);
   h.stop();
 }
 

@@ -374,7 +374,12 @@ HandOff::Turn Channel::helper_turn() {
 }
 
 void Channel::hand_off() {
-  helper_.hand_off();
+  bool urgent = false;
+  {
+    std::lock_guard lock(helper_.mutex());
+    urgent = !sends_.empty() || !recvs_.empty() || acks_owed_;
+  }
+  helper_.hand_off(urgent);
 }
 
 bool Channel::reap(void* request) {
