@@ -68,6 +68,10 @@ struct MachineCosts {
   /// Per broadcast and rank, entry to return beyond the channels (the wake-up of a rank that
   /// sleeps in the broadcast included), on the rank's thread and a core.
   double bcast_us = 0;
+  /// bcast_us of a rank that took no reliable message before it owned every fragment (it
+  /// woke to datagrams and returns with its reliable channel idle, whose wake-up and hand-off
+  /// it does not pay). Negative (a file without the key): bcast_us.
+  double bcast_datagram_us = -1;
   /// The part of bcast_us paid before a rank takes its first message (its wake-up), in [0, 1];
   /// the rest is paid once it has handed on its last forward (its return).
   double bcast_wake_share = 0;
@@ -126,13 +130,15 @@ struct ModelParams {
 ///   multicast.o_s_us multicast.o_r_us multicast.L_us multicast.G_us_per_byte
 ///   multicast.recv_G_us_per_byte multicast.call_us
 ///   reliable.send_cpu_us_per_byte reliable.recv_cpu_us_per_byte
-///   engine.bcast_us engine.bcast_wake_share engine.bcast_cpu_share engine.run_bytes
+///   engine.bcast_us engine.bcast_datagram_us engine.bcast_wake_share engine.bcast_cpu_share
+///   engine.run_bytes
 ///   engine.run_min_bytes
 ///   engine.fragment_us engine.byte_us
 ///   cpu.cores cpu.sharing (first_come or fair)
 ///   link.mbit link.burst_bytes link.idle_us link.previous_broadcasts
-/// A key left out keeps its default (LogGP's defaults, bcast_cpu_share 1, sharing
-/// first_come, the rest 0).
+/// A key left out keeps its default (LogGP's defaults, bcast_cpu_share 1, bcast_datagram_us
+/// that of bcast_us, sharing first_come, the rest 0); format_model_params writes
+/// engine.bcast_datagram_us only when set.
 /// `comment` (lines without the '#') heads the file: where and how the values were measured.
 std::string format_model_params(const ModelParams& p, std::string_view comment);
 

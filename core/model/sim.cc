@@ -115,6 +115,8 @@ class Sim {
       send_gen_.assign(p_, 0);
       done_pending_.assign(p_, 0);
       woken_.assign(p_, 0);
+      woke_.assign(p_, 0);
+      used_channel_.assign(p_, 0);
       batch_poll_.assign(p_, -kForever);
       batch_count_.assign(p_, 0);
       sending_.assign(p_, 0);
@@ -227,6 +229,7 @@ class Sim {
   void forward(uint32_t r, uint32_t k, double t) {
     sched_.children(r, k, kids_);
     const uint64_t m = bytes(k);
+    if (machine_mode_ && !kids_.empty()) used_channel_[r] = 1;
     for (uint32_t c : kids_) {
       if (!machine_mode_) {
         note_send(r, c, k, false);
@@ -641,14 +644,24 @@ class Sim {
         !from_multicast && mc.recv_cpu_us_per_byte > 0 ? 0 : static_cast<double>(m);
     double d = o + mc.fragment_us * count + engine_bytes * mc.byte_us, idle = 0;
     // A rank asleep in the broadcast pays its wake-up's share of the fixed cost before it can
-    // take, and so forward, its first message: each hop of a chain pays it.
+    // take, and so forward, its first message: each hop of a chain pays it. Woken by a
+    // datagram, the share of a datagram receiver's fixed cost.
     if (!woken_[r]) {
       woken_[r] = 1;
-      const double wake = mc.bcast_us * mc.bcast_wake_share;
+      const double wake = fixed_cost(!from_multicast) * mc.bcast_wake_share;
+      woke_[r] = wake;
       d += wake;
       idle = wake * (1 - mc.bcast_cpu_share);
     }
     return Work{.wait0 = idle, .cpu_a = d - idle};
+  }
+
+  /// A rank's fixed cost per broadcast: engine.bcast_us where it used its reliable channel
+  /// before it owned every fragment (took a message from it, or handed it a forward), else
+  /// the datagram receiver's where calibrated.
+  double fixed_cost(bool used_channel) const {
+    const MachineCosts& mc = sp_.machine;
+    return used_channel || mc.bcast_datagram_us < 0 ? mc.bcast_us : mc.bcast_datagram_us;
   }
 
   bool owns(uint32_t r, uint32_t k) const {
@@ -678,7 +691,7 @@ class Sim {
   /// its thread is through and it has paid the rest of its fixed cost (the share of its
   /// wake-up went with its first message, take()) on a core.
   void finish_rank(uint32_t r, double t) {
-    const double b = sp_.machine.bcast_us * (1 - sp_.machine.bcast_wake_share);
+    const double b = std::max(0.0, fixed_cost(used_channel_[r]) - woke_[r]);
     if (fair_) {
       const double cpu = b * sp_.machine.bcast_cpu_share;
       submit(r, Work{.ready = t, .cpu_a = cpu, .wait1 = b - cpu, .job = Job::kFinish});
@@ -764,6 +777,8 @@ class Sim {
   /// Rank r owns the fragments of run `run` from t on.
   void own_run(uint32_t r, uint32_t run, double t) {
     for (uint32_t k : runs_of_[run]) {
+      // Before own(): the fragment that completes the rank settles its fixed cost.
+      if (!owns(r, k)) used_channel_[r] = 1;
       if (own(r, k, t) && sched_.uses_multicast()) ++result_.repaired;
     }
     free_runs_.push_back(run);
@@ -1024,6 +1039,8 @@ class Sim {
   static constexpr int kMaxEarlySends = 64;
   std::vector<uint8_t> done_pending_;  // owns every fragment, forwards still queued
   std::vector<uint8_t> woken_;         // has paid its wake-up (its first message)
+  std::vector<double> woke_;           // what that wake-up cost
+  std::vector<uint8_t> used_channel_;  // took a fragment first from it or forwarded one
   std::vector<double> sending_;        // when each rank's last send leaves its thread
   uint32_t run_k_ = 1;
   std::vector<std::vector<uint32_t>> runs_of_;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 namespace ibbcast {
@@ -21,6 +22,15 @@ uint64_t fnv1a(uint64_t h, std::string_view s) {
 uint64_t namespace_inode(const char* path) {
   struct stat st {};
   return stat(path, &st) == 0 ? uint64_t{st.st_ino} : 0;
+}
+
+std::string boot_id() {
+  char boot[64] = {};
+  if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "re")) {
+    if (std::fgets(boot, sizeof boot, f) == nullptr) boot[0] = '\0';
+    std::fclose(f);
+  }
+  return boot;
 }
 
 }  // namespace
@@ -42,14 +52,16 @@ uint64_t host_key() {
   uint64_t h = fnv1a(1469598103934665603ull, name);
   // The boot id tells machines apart that share a host name (cloned guests)
   // and, with it, the inode of their initial network namespace.
-  char boot[64] = {};
-  if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "re")) {
-    if (std::fgets(boot, sizeof boot, f) == nullptr) boot[0] = '\0';
-    std::fclose(f);
-  }
-  h = fnv1a(h, boot);
+  h = fnv1a(h, boot_id().c_str());
   if (const uint64_t net = namespace_inode("/proc/self/ns/net"); net != 0) h ^= (net << 1) | 1;
   return h;
+}
+
+uint64_t clock_key() {
+  // A time namespace offsets CLOCK_MONOTONIC; without the boot id every
+  // machine's first namespace would look alike.
+  return fnv1a(1469598103934665603ull, boot_id().c_str()) ^
+         (namespace_inode("/proc/self/ns/time") * 0x9e3779b97f4a7c15ull);
 }
 
 }  // namespace ibbcast

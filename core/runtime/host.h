@@ -15,6 +15,11 @@ uint64_t host_key();
 /// calling thread set another.
 uint64_t node_key();
 
+/// Which CLOCK_MONOTONIC this process reads: the boot and the time namespace.
+/// Processes with the same key read one clock, so a time taken by one and a
+/// time taken by another subtract (the calibration's one-way times).
+uint64_t clock_key();
+
 /// Makes node_key() return `key` on the calling thread (0: host_key() again).
 /// For ranks as threads standing for ranks on several nodes, so that
 /// node-aware groups can be tested in one process; the network stack they

@@ -51,9 +51,14 @@ per_node() {
   [[ $(grep -c ',max_over_ranks,all,' <<<"$out") -eq 6 ]] || fail "not one max-over-ranks row per cell"
   # --calibrate-rounds: a parameter file per round, with a fixed cost, the channel's o, the
   # chain of three and rank 1's CPU measured and the fixed cost's shares at the wake-up and
-  # on a core (each 0 to 1) derived from them; the calibration's own tables stay off the CSV.
+  # on a core (each 0 to 1) derived from them; the datagram receiver's fixed cost from a
+  # two-stage broadcast, the multicast's one way on the clock the namespaces share; the
+  # calibration's own tables stay off the CSV.
   for k in 0 1; do
     grep -Eq '^engine\.bcast_us = [0-9.e+-]*[1-9]' "$cal/p.$k" &&
+      grep -Eq '^engine\.bcast_datagram_us = [0-9.e+-]+$' "$cal/p.$k" &&
+      grep -Eq '^# engine\.bcast_datagram_us: a 1-byte two-stage broadcast, per-node method, rank 1: [0-9.]*[1-9][0-9.]* us' "$cal/p.$k" &&
+      grep -Eq '^# multicast\.L: one way [0-9.]*[1-9][0-9.]* us, send to receipt on one clock' "$cal/p.$k" &&
       grep -Eq '^reliable\.o_us = [0-9.e+-]*[1-9]' "$cal/p.$k" &&
       grep -q '^# ibbcast bench --calibrate: rank 0 -> 1 of 2 ranks' "$cal/p.$k" &&
       grep -Eq '^# 1-byte chain of ranks 0-2, per-node method, rank 2: [0-9.]*[1-9][0-9.]* us' "$cal/p.$k" &&

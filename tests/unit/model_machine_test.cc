@@ -383,6 +383,40 @@ TEST(MachineSim, AFirstSendCallHoldsTheRootNotTheDatagram) {
   EXPECT_DOUBLE_EQ(last(sp), datagram_first);
 }
 
+TEST(MachineSim, ARankDoneByDatagramsAlonePaysTheDatagramFixedCost) {
+  // Two-stage, 2 ranks, 1 B: the datagram (6 us) before the ring copy (14 us). Rank 1 took
+  // no reliable message and forwards nothing: it pays bcast_datagram_us, not bcast_us.
+  SimParams sp = base(Algorithm::kTwoStage, 2, 1);
+  sp.machine.multicast = MulticastCost{1, 2, 3, 0};
+  sp.machine.bcast_us = 50;
+  EXPECT_DOUBLE_EQ(last(sp), 6 + 50);  // unset: bcast_us, as before the key
+  sp.machine.bcast_datagram_us = 4;
+  EXPECT_DOUBLE_EQ(last(sp), 6 + 4);
+  // With the wake-up's share, part before the take, the rest at the return: the same sum.
+  sp.machine.bcast_wake_share = 0.5;
+  EXPECT_DOUBLE_EQ(last(sp), 6 + 4);
+  // Lost, the datagram leaves rank 1 to the ring copy: the channel's fixed cost.
+  sp.in.loss = 1;
+  EXPECT_DOUBLE_EQ(last(sp), sp.model.hop(1) + 1 + 50);
+}
+
+TEST(MachineSim, ARankThatForwardsPaysTheChannelsFixedCost) {
+  // Two-stage, 3 ranks: rank 1 forwards its datagram's fragment to rank 2 (the ring), so it
+  // hands its channel a message and pays bcast_us; rank 2, the ring's end, forwards nothing.
+  SimParams sp = base(Algorithm::kTwoStage, 3, 1);
+  sp.machine.multicast = MulticastCost{1, 2, 3, 0};
+  sp.machine.bcast_us = 50;
+  sp.machine.bcast_datagram_us = 4;
+  sp.keep_per_rank = true;
+  auto r = simulate(sp);
+  ASSERT_TRUE(r.is_ok());
+  ASSERT_EQ(r->done.size(), 3u);
+  // Rank 1 owns the fragment at 6, queues its forward, and returns once the channel has it
+  // (a gap later) and it has paid bcast_us.
+  EXPECT_DOUBLE_EQ(r->done[1], 6 + sp.model.gap(1) + 50);
+  EXPECT_DOUBLE_EQ(r->done[2], 6 + 4);
+}
+
 TEST(MachineSim, LossIsRepairedByTheRing) {
   SimParams sp = base(Algorithm::kTwoStage, 4, 8 * 1024);
   sp.machine.multicast = MulticastCost{1, 1, 1, 0};
@@ -422,6 +456,12 @@ TEST(MachineParams, RoundTrip) {
   EXPECT_DOUBLE_EQ(q->machine.multicast.call, 6.5);
   EXPECT_DOUBLE_EQ(q->machine.bcast_us, 11);
   EXPECT_DOUBLE_EQ(q->machine.bcast_wake_share, 0.75);
+  EXPECT_LT(q->machine.bcast_datagram_us, 0);  // unset, so not written
+  EXPECT_EQ(text.find("bcast_datagram_us"), std::string::npos);
+  p.machine.bcast_datagram_us = 6.25;
+  auto d = parse_model_params(format_model_params(p, ""));
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_DOUBLE_EQ(d->machine.bcast_datagram_us, 6.25);
   EXPECT_DOUBLE_EQ(q->machine.bcast_cpu_share, 0.5);
   EXPECT_DOUBLE_EQ(q->machine.fragment_us, 0.042);
   EXPECT_DOUBLE_EQ(q->machine.run_bytes, 262144);
