@@ -134,9 +134,8 @@ with open(out, "w") as f:
         if l.startswith("#"):
             f.write(l + "\n")
     for lines, _ in files[1:]:
-        f.write("# then: " + "; ".join(l[2:] for l in lines
-                                       if l.startswith(("# ping", "# multicast.L", "# engine.bcast_datagram_us",
-                                                         "# 1-byte chain"))) + "\n")
+        kept = ("# ping", "# multicast.L", "# engine.bcast_datagram_us", "# 1-byte chain")
+        f.write("# then: " + "; ".join(l[2:] for l in lines if l.startswith(kept)) + "\n")
     f.write("# values: the median of %d calibrations, before, between the rounds of and after "
             "the sweep\n" % len(files))
     for l in first_lines:

@@ -111,13 +111,12 @@ class McastProbe {
   /// as well as the two legs are alike: here the one-way time it gave exceeded the lone send
   /// call, inside which the kernel already delivers the datagram, by about 20 us.
   Result<double> one_way_on_one_clock(const std::array<double, kReps>& stamps) {
-    const auto key = static_cast<double>(clock_key() >> 11);  // exact in a double
-    auto theirs = from_rank(boot_, 1, key);
+    auto theirs = from_rank(boot_, 1, clock_);
     IBBCAST_RETURN_IF_ERROR(theirs.status());
     std::vector<double> all(kReps * boot_.size());
     IBBCAST_RETURN_IF_ERROR(
         boot_.allgather(std::as_bytes(std::span(stamps)), std::as_writable_bytes(std::span(all))));
-    if (*theirs != key) return 0.0;
+    if (*theirs != clock_) return 0.0;
     std::vector<double> d(kReps);
     for (uint32_t i = 0; i < kReps; ++i)
       d[i] = (all[kReps + i] - all[i]) / 1e3;
@@ -198,6 +197,7 @@ class McastProbe {
   Bootstrap& boot_;
   McastChannel& ch_;
   Pinger& pinger_;
+  const double clock_ = static_cast<double>(clock_key() >> 11);  // exact in a double
   uint64_t incomplete_ = 0;
 };
 
@@ -234,6 +234,14 @@ double cpu_seconds() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+/// A group over `transport` with the tool's engine knobs and algorithm `a`.
+Result<std::unique_ptr<Group>> group_of(Transport& transport, Bootstrap& boot, const Args& args,
+                                        Algorithm a) {
+  EngineConfig cfg = args.engine.value();
+  cfg.algorithm = a;
+  return create_group(transport, boot, cfg);
 }
 
 /// Per-node times of 1-byte broadcasts to `target`, appended on rank 0, waiting as `bench`
@@ -382,9 +390,7 @@ Status measure_pair(const Args& args, Bootstrap& boot, ModelParams* out, std::st
   // The fixed cost: a 1-byte linear broadcast timed at rank 1 by the per-node method, as
   // `bench` times every cell (rank 1 entered long before the root and sleeps). Rank 1 is
   // the root's first send, so the time is one hop and the fixed cost.
-  EngineConfig lin = args.engine.value();
-  lin.algorithm = Algorithm::kLinear;
-  auto linear = create_group(**transport, boot, lin);
+  auto linear = group_of(**transport, boot, args, Algorithm::kLinear);
   if (!linear) return linear.status();
   // Timed in two blocks, before and after the large broadcasts, and the median taken over
   // both: one block's median moved by a third between blocks of one calibration here (34
@@ -431,8 +437,8 @@ Status measure_pair(const Args& args, Bootstrap& boot, ModelParams* out, std::st
   // What the simulator charges besides (LogGP's hop, the engine at the receiver), so that it
   // reproduces t1.
   const double hop = p.reliable.hop(1) + p.machine.fragment_us + p.machine.byte_us;
-  p.machine.run_bytes = static_cast<double>(lin.run_size);
-  p.machine.run_min_bytes = static_cast<double>(lin.run_min);
+  p.machine.run_bytes = static_cast<double>(args.engine.value().run_size);
+  p.machine.run_min_bytes = static_cast<double>(args.engine.value().run_min);
   p.machine.bcast_us = std::max(t1 - hop, 0.0);
   // Of that, what burns CPU: rank 1's CPU time in its broadcast call beyond the receive the
   // simulator charges (o and the engine's). The rest is waiting, for the scheduler to run the
@@ -447,9 +453,7 @@ Status measure_pair(const Args& args, Bootstrap& boot, ModelParams* out, std::st
   // fitted through the simulator: where one calibration's lone send call came out shorter
   // than its one way, the simulator's ring copy overtook the datagram and such a fit had
   // nothing to move (the median of seven then kept engine.bcast_us).
-  EngineConfig ts = args.engine.value();
-  ts.algorithm = Algorithm::kTwoStage;
-  auto two_stage = create_group(**transport, boot, ts);
+  auto two_stage = group_of(**transport, boot, args, Algorithm::kTwoStage);
   if (!two_stage) return two_stage.status();
   std::vector<double> ts_samples;
   IBBCAST_RETURN_IF_ERROR(per_node_times(**two_stage, boot, pinger, 1, &ts_samples));
@@ -510,9 +514,7 @@ Status measure_wake_share(const Args& args, Bootstrap& trio, ModelParams* p, std
   auto pong = ucx::Channel::create(trio, {});
   if (!pong) return pong.status();
   Pinger pinger(**pong, trio.rank());
-  EngineConfig cfg = args.engine.value();
-  cfg.algorithm = Algorithm::kChain;
-  auto chain = create_group(**transport, trio, cfg);
+  auto chain = group_of(**transport, trio, args, Algorithm::kChain);
   if (!chain) return chain.status();
   std::vector<double> samples;
   IBBCAST_RETURN_IF_ERROR(per_node_times(**chain, trio, pinger, 2, &samples));

@@ -68,9 +68,10 @@ struct MachineCosts {
   /// Per broadcast and rank, entry to return beyond the channels (the wake-up of a rank that
   /// sleeps in the broadcast included), on the rank's thread and a core.
   double bcast_us = 0;
-  /// bcast_us of a rank that took no reliable message before it owned every fragment (it
-  /// woke to datagrams and returns with its reliable channel idle, whose wake-up and hand-off
-  /// it does not pay). Negative (a file without the key): bcast_us.
+  /// bcast_us of a rank that owned every fragment by datagram without taking a reliable
+  /// message or handing one on (it woke to datagrams and returns with its reliable channel
+  /// idle, whose wake-up and hand-off it does not pay). Negative (a file without the key):
+  /// bcast_us.
   double bcast_datagram_us = -1;
   /// The part of bcast_us paid before a rank takes its first message (its wake-up), in [0, 1];
   /// the rest is paid once it has handed on its last forward (its return).
