@@ -48,7 +48,8 @@ struct MulticastCost {
   double G_r = 0;  ///< us per byte a receiver spends (the kernel's copy out of its socket)
   /// us a broadcast's first send call holds the sender beyond o_s: a lone datagram's call
   /// pays the whole delivery (bridge, receivers' sockets, their wake-ups) that a burst's
-  /// datagrams share. It delays the sender's next step, not the datagram (L holds it).
+  /// datagrams share. It ends the first call, after the burst's datagrams have left: it
+  /// delays the sender's next step, not the datagrams (L holds it).
   double call = 0;
 
   bool set() const { return o_s > 0 || o_r > 0 || L > 0 || G > 0 || G_r > 0 || call > 0; }

@@ -45,7 +45,8 @@ enum class Kind : uint8_t {
   kSend,
   kArriveRun,
   kCpuDone,
-  kWaitDone
+  kWaitDone,
+  kCopyIn
 };
 
 /// One direction of a rank's link: FIFO, and with a token bucket (link.burst_bytes, tc
@@ -362,12 +363,21 @@ class Sim {
     const SendCost cost = send_cost(count, m);
     const double s = work(r, t, cost.thread, g.o + cost.bytes_cpu + cost.fragments);
     sending_[r] = s + cost.thread;
-    // The receiver copies the bytes out of its socket as they stream in, on its own thread
-    // and a core, beside the sender (on a core each that overlaps; on shared cores not).
-    double done = s + g.o + cost.stream;
-    if (cost.copy > 0)
-      done = std::max(done, work(c, s + g.o, cost.stream, cost.copy) + cost.stream);
-    send_wire(Transfer{r, c, run, m, done, 0, 0, g.L}, s + g.o);
+    const uint32_t id =
+        send_wire(Transfer{r, c, run, m, s + g.o + cost.stream, 0, 0, g.L}, s + g.o);
+    if (cost.copy > 0) push(s + g.o, c, id, Kind::kCopyIn);  // before the downlink, at a tie
+  }
+
+  /// Transfer `id`'s first bytes reach c now (non-fair mode). The receiver copies them out of
+  /// its socket as they stream in, on its own thread and a core, beside the sender (on a core
+  /// each that overlaps; on shared cores not). A rank that owns every fragment by then has
+  /// returned: the message waits in its socket, outside this broadcast.
+  void copy_in(uint32_t id, uint32_t c) {
+    if (returned(c)) return;
+    Transfer& tr = transfers_[id];
+    const double stream = static_cast<double>(tr.m - 1) * sp_.model.G;
+    const double copy = static_cast<double>(tr.m - 1) * sp_.machine.recv_cpu_us_per_byte;
+    tr.cpu_done = std::max(tr.cpu_done, work(c, now_, stream, copy) + stream);
   }
 
   /// One reliable message of `count` fragments and m bytes. The sender's thread (the
@@ -519,8 +529,8 @@ class Sim {
   };
   static constexpr uint32_t kMulticastTo = ~0u;
 
-  /// Queues t's transfer for its sender's uplink at `ready`.
-  void send_wire(const Transfer& tr, double ready) {
+  /// Queues t's transfer for its sender's uplink at `ready`; returns its id.
+  uint32_t send_wire(const Transfer& tr, double ready) {
     uint32_t id;
     if (free_.empty()) {
       id = static_cast<uint32_t>(transfers_.size());
@@ -531,6 +541,7 @@ class Sim {
       transfers_[id] = tr;
     }
     push(ready, tr.from, id, Kind::kUplink);
+    return id;
   }
 
   /// m bytes onto `l` from t on, after the messages before them: returns when they are
@@ -602,8 +613,10 @@ class Sim {
     // Without multicast costs a datagram costs what a reliable message does.
     const double send = mc.set() ? mc.send_us(m) : g.gap(m);
     const double cpu_out = mc.set() ? mc.send_us(m) : g.o + static_cast<double>(m - 1) * g.G;
-    // The first call's delivery holds the root beyond o_s (the datagram is not later for it).
-    const double call = k == 0 ? mc.call : 0;
+    // The first call's delivery holds the root beyond o_s. One call sends a burst, and the
+    // kernel delivers each datagram inside it: the delivery's fixed part (the receivers'
+    // wake-ups) ends the call, after the burst's last datagram has left.
+    const double call = k + 1 == std::min<uint64_t>(f_, kBurstDatagrams) ? mc.call : 0;
     note_send(0, kMulticastTo, k, false);
     if (fair_) {
       // The datagram leaves once the sender's o is paid, as below.
@@ -687,6 +700,11 @@ class Sim {
     return true;
   }
 
+  /// Whether r owns every fragment and has handed on its last forward: it is returning, and
+  /// a reliable message that reaches it now waits in its socket (its duplicates are taken in
+  /// a later call).
+  bool returned(uint32_t r) const { return count_[r] == f_ && !done_pending_[r]; }
+
   /// Rank r, which owns every fragment, has nothing more to hand on from t: it returns once
   /// its thread is through and it has paid the rest of its fixed cost (the share of its
   /// wake-up went with its first message, take()) on a core.
@@ -757,6 +775,9 @@ class Sim {
         return;
       case Kind::kWaitDone:
         step(e.rank);
+        return;
+      case Kind::kCopyIn:
+        copy_in(e.frag, e.rank);
         return;
       case Kind::kEnter:
         entered_[e.rank] = 1;
@@ -895,7 +916,9 @@ class Sim {
     if (w.job == Job::kSend) {
       // Down the wire it waits only for the links (gate() for the rest).
       send_wire(Transfer{r, w.peer, w.id, w.m, now_, 0, 0, sp_.model.L}, now_);
-      if (w.copy > 0) {
+      if (w.copy > 0 && returned(w.peer)) {
+        gate(w.id, w.peer, now_);  // it has returned: the message waits in its socket
+      } else if (w.copy > 0) {
         // The receiver's thread copies the bytes out as they stream in (w.after_mark).
         submit(w.peer, Work{.ready = now_,
                             .cpu_a = w.copy,
@@ -1031,11 +1054,12 @@ class Sim {
   using SendQueue = Fifo<Queued>;
   std::vector<SendQueue> queued_;
   std::vector<uint8_t> send_armed_;
-  std::vector<double> armed_at_;          // when the armed kSend is due
-  std::vector<uint32_t> send_gen_;        // the armed kSend's generation (its frag field)
-  std::vector<double> batch_poll_;        // when the rank's last batch was polled
-  std::vector<uint32_t> batch_count_;     // and how many messages it took
-  static constexpr uint32_t kBatch = 32;  // the engine's poll: recvmmsg and UCX events
+  std::vector<double> armed_at_;                   // when the armed kSend is due
+  std::vector<uint32_t> send_gen_;                 // the armed kSend's generation (its frag field)
+  std::vector<double> batch_poll_;                 // when the rank's last batch was polled
+  std::vector<uint32_t> batch_count_;              // and how many messages it took
+  static constexpr uint32_t kBatch = 32;           // the engine's poll: recvmmsg and UCX events
+  static constexpr uint64_t kBurstDatagrams = 64;  // the UDP channel's frames per sendmmsg
   static constexpr int kMaxEarlySends = 64;
   std::vector<uint8_t> done_pending_;  // owns every fragment, forwards still queued
   std::vector<uint8_t> woken_;         // has paid its wake-up (its first message)

@@ -383,6 +383,55 @@ TEST(MachineSim, AFirstSendCallHoldsTheRootNotTheDatagram) {
   EXPECT_DOUBLE_EQ(last(sp), datagram_first);
 }
 
+TEST(MachineSim, ABurstsDatagramsLeaveBeforeItsCallsDelivery) {
+  // Two-stage, 2 ranks, 4 fragments: one send call carries the burst, and the kernel delivers
+  // each datagram inside it; the call's fixed part (the receivers' wake-ups) ends it. Datagram
+  // k leaves at k + o_s and arrives L later; rank 1 takes each in o_r = 2 (4-6, 6-8, 8-10,
+  // 10-12), whatever the call costs the root.
+  SimParams sp = base(Algorithm::kTwoStage, 2, 4 * 1024);
+  sp.machine.multicast = MulticastCost{1, 2, 3, 0};
+  EXPECT_DOUBLE_EQ(last(sp), 12);
+  sp.machine.multicast.call = 100;
+  EXPECT_DOUBLE_EQ(last(sp), 12);
+}
+
+TEST(MachineSim, ARankDoneByDatagramsDoesNotCopyTheRingCopy) {
+  // Two-stage, 2 ranks, 4 fragments of 1 KiB (the datagrams as above, taken by 12): the root
+  // sends the ring copy as one message per fragment, each streaming for 1023 B x G = 10.23 us,
+  // which rank 1's thread copies out as it comes. Behind a call of 20 us the first one's bytes
+  // start to arrive at 24 + o = 26, when rank 1 has owned every fragment by datagram and has
+  // returned: the copies are not its work in this broadcast.
+  SimParams sp = base(Algorithm::kTwoStage, 2, 4 * 1024);
+  sp.machine.multicast = MulticastCost{1, 2, 3, 0};
+  sp.machine.recv_cpu_us_per_byte = 0.01;
+  sp.machine.multicast.call = 20;
+  EXPECT_DOUBLE_EQ(last(sp), 12);
+  // Without the call the first message's bytes arrive from 4 + o = 6 on, while rank 1 still
+  // takes datagrams: its copy holds the thread after the three datagrams in by then (to 10),
+  // until 20.23, and the last datagram waits for it.
+  sp.machine.multicast.call = 0;
+  EXPECT_DOUBLE_EQ(last(sp), 10 + 10.23 + 2);
+}
+
+TEST(MachineSim, ARankStillForwardingCopiesTheRingCopy) {
+  // Two-stage, 3 ranks on one core shared fairly, the call as above. Rank 1 owns every
+  // fragment by datagram but forwards each to rank 2 over the ring, so it is still in the call
+  // when the root's ring messages arrive, and copies them (on the core rank 2 shares). Rank 2,
+  // the ring's end, has returned when rank 1's messages reach it: they cost it nothing.
+  SimParams sp = base(Algorithm::kTwoStage, 3, 4 * 1024);
+  sp.machine.multicast = MulticastCost{1, 2, 3, 0};
+  sp.machine.multicast.call = 20;
+  sp.machine.cores = 1;
+  sp.machine.sharing = CpuSharing::kFair;
+  sp.keep_per_rank = true;
+  auto none = simulate(sp);
+  sp.machine.recv_cpu_us_per_byte = 0.01;
+  auto copying = simulate(sp);
+  ASSERT_TRUE(none.is_ok() && copying.is_ok());
+  EXPECT_DOUBLE_EQ(copying->done[2], none->done[2]);
+  EXPECT_GT(copying->done[1], none->done[1]);
+}
+
 TEST(MachineSim, ARankDoneByDatagramsAlonePaysTheDatagramFixedCost) {
   // Two-stage, 2 ranks, 1 B: the datagram (6 us) before the ring copy (14 us). Rank 1 took
   // no reliable message and forwards nothing: it pays bcast_datagram_us, not bcast_us.
