@@ -275,7 +275,8 @@ class Sim {
   // vtime_ reaches what it read at the start plus the amount.
   // A reliable message arrives once its bytes are down the wire and both ends' CPU is through
   // with them: the sender's (its bytes, one flight away) and the receiver's copy as they
-  // stream in, work of its own on the receiver's thread (kCopy); gate() counts them.
+  // stream in, work of its own on the receiver's thread (kCopy; none at a rank that has
+  // returned); gate() counts them.
   enum class Job : uint8_t { kTake, kTakeRun, kSend, kCopy, kMulticast, kFinish };
   struct Work {
     double ready = 0, wait0 = 0, cpu_a = 0, cpu_b = 0, wait1 = 0;
@@ -370,14 +371,13 @@ class Sim {
 
   /// Transfer `id`'s first bytes reach c now (non-fair mode). The receiver copies them out of
   /// its socket as they stream in, on its own thread and a core, beside the sender (on a core
-  /// each that overlaps; on shared cores not). A rank that owns every fragment by then has
-  /// returned: the message waits in its socket, outside this broadcast.
+  /// each that overlaps; on shared cores not). A rank that has returned by then copies
+  /// nothing: the message waits in its socket, outside this broadcast.
   void copy_in(uint32_t id, uint32_t c) {
     if (returned(c)) return;
     Transfer& tr = transfers_[id];
-    const double stream = static_cast<double>(tr.m - 1) * sp_.model.G;
-    const double copy = static_cast<double>(tr.m - 1) * sp_.machine.recv_cpu_us_per_byte;
-    tr.cpu_done = std::max(tr.cpu_done, work(c, now_, stream, copy) + stream);
+    const SendCost cost = send_cost(1, tr.m);  // the stream and the copy count bytes alone
+    tr.cpu_done = std::max(tr.cpu_done, work(c, now_, cost.stream, cost.copy) + cost.stream);
   }
 
   /// One reliable message of `count` fragments and m bytes. The sender's thread (the
