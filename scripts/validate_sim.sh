@@ -6,7 +6,8 @@
 # every link shaped, predict each cell with `ibbcast sim --params FILE`, and write
 #   OUT/params-DATE-rN.txt         the parameter file of N ranks (unshaped; the shaped runs add
 #                                  link.mbit): each value's median over the calibrations of
-#                                  ranks 0 and 1 on the N-rank fabric before the sweep,
+#                                  ranks 0 and 1 (0-2; all N for the fixed cost, when N > 3)
+#                                  on the N-rank fabric before the sweep,
 #                                  between the unshaped sweep's rounds (bench
 #                                  --calibrate-rounds) and after it
 #   OUT/validate-bench-DATE.csv    the bench rows, with the link shape
@@ -32,7 +33,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 if [[ ${1-} == --inside ]]; then
-  # One fabric of $2 ranks: (when $4 is not '-') a calibration on its first two (three) hosts into
+  # One fabric of $2 ranks: (when $4 is not '-') a calibration on all its hosts (tools/calibrate_measure.h) into
   # $4.before, the bench rows per shape, each prefixed by the shape, with a calibration after
   # each round of the unshaped sweep into $4.round.K, and a calibration into $4.after. The
   # machine's speed moves by a third within the hour (runs 28e/28f) and a single calibration
@@ -47,10 +48,10 @@ if [[ ${1-} == --inside ]]; then
     timeout 3000 mpirun --allow-run-as-root --oversubscribe -np "$np" -x IBBCAST_NETNS_PREFIX \
       -x UCX_TLS "$bin" bench --udp-interface eth0 --fragment-size "$FRAGMENT" "$@"
   }
-  calibrate() {  # on ranks 0-1, and 0-2 for the wake-up's share where the sweep has them
+  calibrate() {  # on ranks 0-1, 0-2 for the wake-up's share, and all n for the fixed cost's refit
     [[ $calibrate == - ]] && return 0
     "$F" shape "$P" off
-    run $((n >= 3 ? 3 : 2)) --calibrate --params-out "$calibrate.$1" --fragment-ns "${FRAGMENT_NS:-0}" \
+    run "$n" --calibrate --params-out "$calibrate.$1" --fragment-ns "${FRAGMENT_NS:-0}" \
       ${BYTE_NS:+--byte-ns "$BYTE_NS"} >&2
   }
   iterations_of() {  # SIZES -> the count per size

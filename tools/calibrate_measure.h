@@ -11,6 +11,9 @@
 //    (engine.bcast_wake_share): the one with which the simulator reproduces a 1-byte chain
 //    of three timed at rank 2; and its share that burns a core (engine.bcast_cpu_share):
 //    rank 1's CPU time in its broadcast calls, less the receive the simulator charges;
+//    with more than three ranks, the fixed cost refitted to every rank: the value with which
+//    the simulator reproduces a 1-byte linear broadcast of all ranks timed at the last
+//    (core/model/machine_fit.h);
 //  - CPU per byte at each end (getrusage over large linear broadcasts);
 //  - the engine's run size (engine config), to model runs of fragments;
 //  - the cores of rank 0's host.
@@ -31,7 +34,8 @@ namespace ibbcast::tool {
 /// broadcast is: inside a larger group rank 1 would wait for the cores the other ranks'
 /// wake-ups take), and with three or more ranks ranks 0-2 as another (the trio; a 2-hop
 /// chain, which splits the fixed cost between a rank's wake-up and its return). Null on the
-/// ranks outside each.
+/// ranks outside each. With more than three ranks the launcher's whole job refits the fixed
+/// cost to a broadcast of every rank (see above).
 struct CalibrationJobs {
   std::unique_ptr<Bootstrap> pair, trio;
 };
@@ -42,7 +46,7 @@ Result<CalibrationJobs> make_calibration_jobs(Bootstrap& boot);
 /// Collective over `boot`, the job `jobs` came from: the parameter file's text in *text on
 /// rank 0; with `print` the LogGP and multicast tables on stdout as it goes (`bench
 /// --calibrate-rounds` runs it between the rounds of a sweep, without). Ranks outside the
-/// pair and the trio wait in a barrier.
+/// pair and the trio wait in a barrier, then every rank takes part in the fixed cost's refit.
 Status measure_machine(const Args& args, Bootstrap& boot, CalibrationJobs& jobs, std::string* text,
                        bool print);
 

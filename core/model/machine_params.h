@@ -16,7 +16,9 @@
 //   at every hop), the rest after it has handed on its last forward; bcast_cpu_share of it
 //   needs a core, the rest is waiting (for the scheduler to run the woken rank). The
 //   calibration measures both (a chain of three ranks; rank 1's CPU time); by default all
-//   of it is paid at the return, on a core.
+//   of it is paid at the return, on a core. Ranks that outnumber the cores each pay more of
+//   it than two ranks alone do (the scheduler's wake-ups): a file for more than three ranks
+//   has it refitted to a 1-byte linear broadcast of all of them (core/model/machine_fit.h).
 // - cores: every rank of one host shares the host's cores. 0 is a core per rank (the
 //   projection to big machines). With `sharing` first come, first served, a send or receive
 //   that finds every core busy waits for one; fair, the kernel's way, every rank that has
