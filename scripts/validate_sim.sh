@@ -135,7 +135,8 @@ with open(out, "w") as f:
         if l.startswith("#"):
             f.write(l + "\n")
     for lines, _ in files[1:]:
-        kept = ("# ping", "# multicast.L", "# engine.bcast_datagram_us", "# 1-byte chain")
+        kept = ("# ping", "# multicast.L", "# engine.bcast_datagram_us", "# 1-byte chain",
+                "# engine.bcast_us")
         f.write("# then: " + "; ".join(l[2:] for l in lines if l.startswith(kept)) + "\n")
     f.write("# values: the median of %d calibrations, before, between the rounds of and after "
             "the sweep\n" % len(files))
