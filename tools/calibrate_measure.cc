@@ -488,23 +488,31 @@ Status measure_pair(const Args& args, Bootstrap& boot, ModelParams* out, std::st
   return Status::ok();
 }
 
+/// A 1-byte broadcast of `a` over every rank of `boot` (its own transport and pong channel)
+/// timed at `target` by the per-node method: the median, on rank 0 (0 on the others).
+Result<double> one_byte_per_node(const Args& args, Bootstrap& boot, Algorithm a, uint32_t target) {
+  auto transport = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), boot);
+  if (!transport) return transport.status();
+  auto pong = ucx::Channel::create(boot, {});
+  if (!pong) return pong.status();
+  Pinger pinger(**pong, boot.rank());
+  auto group = group_of(**transport, boot, args, a);
+  if (!group) return group.status();
+  std::vector<double> samples;
+  IBBCAST_RETURN_IF_ERROR(per_node_times(**group, boot, pinger, target, &samples));
+  return boot.rank() == 0 ? median(samples) : 0.0;
+}
+
 /// The trio's part: a 1-byte chain over ranks 0-2 timed at rank 2 by the per-node method, and
 /// the share of the fixed cost paid at a rank's wake-up with which the simulator reproduces
 /// it (the rest of p as the pair measured it). Rank 1 pays the share before it forwards,
 /// rank 2 the whole cost before it returns: the chain's time over the 2-rank broadcast's is
 /// a hop and the share. Clamped to 0..1 (the file's bounds).
 Status measure_wake_share(const Args& args, Bootstrap& trio, ModelParams* p, std::string* comment) {
-  auto transport = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), trio);
-  if (!transport) return transport.status();
-  auto pong = ucx::Channel::create(trio, {});
-  if (!pong) return pong.status();
-  Pinger pinger(**pong, trio.rank());
-  auto chain = group_of(**transport, trio, args, Algorithm::kChain);
-  if (!chain) return chain.status();
-  std::vector<double> samples;
-  IBBCAST_RETURN_IF_ERROR(per_node_times(**chain, trio, pinger, 2, &samples));
+  auto timed = one_byte_per_node(args, trio, Algorithm::kChain, 2);
+  if (!timed) return timed.status();
   if (trio.rank() != 0) return Status::ok();
-  const double measured = median(samples);
+  const double measured = *timed;
   auto fit = fit_wake_share(*p, measured);
   if (!fit) return fit.status();
   p->machine.bcast_wake_share = fit->value;
@@ -522,20 +530,13 @@ Status measure_wake_share(const Args& args, Bootstrap& trio, ModelParams* p, std
 /// which the simulator reproduces it, the rest of p as the pair and the trio measured it. At
 /// 8 ranks on 2 cores here every validated 1-byte cell measured 20-40 % above the pair's
 /// fixed cost's prediction, at 2 ranks within a few per cent: each rank's wake-up waits for
-/// the cores the others' take.
+/// the cores the others take.
 Status measure_crowd(const Args& args, Bootstrap& boot, ModelParams* p, std::string* comment) {
-  auto transport = make_fabric_transport(option(args, "transport", "udp"), args.fabric(), boot);
-  if (!transport) return transport.status();
-  auto pong = ucx::Channel::create(boot, {});
-  if (!pong) return pong.status();
-  Pinger pinger(**pong, boot.rank());
-  auto linear = group_of(**transport, boot, args, Algorithm::kLinear);
-  if (!linear) return linear.status();
   const uint32_t last = boot.size() - 1;
-  std::vector<double> samples;
-  IBBCAST_RETURN_IF_ERROR(per_node_times(**linear, boot, pinger, last, &samples));
+  auto timed = one_byte_per_node(args, boot, Algorithm::kLinear, last);
+  if (!timed) return timed.status();
   if (boot.rank() != 0) return Status::ok();
-  const double measured = median(samples);
+  const double measured = *timed;
   const double pair = p->machine.bcast_us;
   auto at_pair = one_byte_time(*p, Algorithm::kLinear, boot.size(), last);
   if (!at_pair) return at_pair.status();
