@@ -33,9 +33,10 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 if [[ ${1-} == --inside ]]; then
-  # One fabric of $2 ranks: (when $4 is not '-') a calibration on all its hosts (tools/calibrate_measure.h) into
-  # $4.before, the bench rows per shape, each prefixed by the shape, with a calibration after
-  # each round of the unshaped sweep into $4.round.K, and a calibration into $4.after. The
+  # One fabric of $2 ranks: (when $4 is not '-') a calibration on all its hosts
+  # (tools/calibrate_measure.h) into $4.before, the bench rows per shape, each prefixed by the
+  # shape, with a calibration after each round of the unshaped sweep into $4.round.K, and a
+  # calibration into $4.after. The
   # machine's speed moves by a third within the hour (runs 28e/28f) and a single calibration
   # can be far off (2026-11-29e: the UCX channel's o 12.4 us in one, 3.1-6.7 in the others):
   # the median of seven made through the sweep prices it.
