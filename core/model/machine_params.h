@@ -25,11 +25,12 @@
 //   work runs at once at cores / runnable of a core's speed.
 // - link_mbit: each rank's link in each direction (tbf both ways on the fabric, a NIC port on
 //   a cluster): a message occupies its sender's uplink, then, cut-through, each receiver's
-//   downlink. 0 is a link faster than the CPU (no queueing on it). A shaped link (tbf) also
-//   has a bucket: link_burst_bytes pass at once, refilled at the rate; how full it is when
-//   the broadcast starts depends on how long the link idled (link_idle_us; a benchmark's
-//   broadcasts follow each other closely), and what the broadcasts before it left queued
-//   (link_previous_broadcasts).
+//   downlink; messages for different peers share a link evenly (TCP streams through one tbf
+//   queue), those for one peer follow each other. 0 is a link faster than the CPU (no
+//   queueing on it). A shaped link (tbf) also has a bucket: link_burst_bytes pass at once,
+//   refilled at the rate while the link idles; how full it is when the broadcast starts
+//   depends on how long the link idled (link_idle_us; a benchmark's broadcasts follow each
+//   other closely), and what the broadcasts before it left queued (link_previous_broadcasts).
 
 #include <cstdint>
 #include <string>
@@ -112,9 +113,9 @@ struct MachineCosts {
   /// refilled (at most link_burst_bytes).
   double link_idle_us = 0;
   /// Broadcasts that ran just before this one, each starting link_idle_us after the one
-  /// before it returned on every rank (a benchmark's loop): what they left queued on a link
-  /// delays this one (two-stage's ring copies, which a rank that got every datagram no longer
-  /// waits for, are still on the root's uplink when the next multicast comes). 0: the links
+  /// before it returned on every rank (a benchmark's loop): what they left on a link (ring
+  /// copies a rank that got every datagram no longer waited for) delays this one, and the
+  /// buckets hold what the links' idle time since their last byte refilled. 0: the links
   /// start idle. A whole number, at most kMaxPreviousBroadcasts.
   double link_previous_broadcasts = 0;
   static constexpr double kMaxPreviousBroadcasts = 8;

@@ -30,17 +30,20 @@ class Rng {
 
 // The rest are machine mode's: a message reaches its sender's uplink (frag: its
 // transfer), a receiver's downlink (rank: the receiver), and its receiver, which still has to
-// take it (the rank's thread and a core); a rank's channel takes its next message (kSend,
-// frag: the arming's generation) and a reliable message, a run of one or more fragments,
-// arrives whole (kArriveRun, frag: the run). With cores shared fairly, the CPU is through with
-// the soonest work (kCpuDone, frag: the arming's generation) and a rank's wait is over
-// (kWaitDone).
+// take it (the rank's thread and a core); the soonest messages on a rank's uplink or
+// downlink are through (kUplinkDone, kDownlinkDone; frag: the link's arming); a rank's
+// channel takes its next message (kSend, frag: the arming's generation) and a reliable
+// message, a run of one or more fragments, arrives whole (kArriveRun, frag: the run). With
+// cores shared fairly, the CPU is through with the soonest work (kCpuDone, frag: the arming's
+// generation) and a rank's wait is over (kWaitDone).
 enum class Kind : uint8_t {
   kOwn,
   kMulticast,
   kEnter,
   kUplink,
   kDownlink,
+  kUplinkDone,
+  kDownlinkDone,
   kArriveMulticast,
   kSend,
   kArriveRun,
@@ -49,12 +52,24 @@ enum class Kind : uint8_t {
   kCopyIn
 };
 
-/// One direction of a rank's link: FIFO, and with a token bucket (link.burst_bytes, tc
-/// tbf's burst) bytes pass at once while it holds tokens, then at the link's rate.
+/// One direction of a rank's link. Messages for one peer (on an uplink; from one sender, on a
+/// downlink) go one after the other, as on one socket; the messages at the head of their
+/// peer's queue share the rate evenly, as TCP streams through one tbf queue do (a root's
+/// concurrent sends to its children all end at children x n/R, not the first at n/R). With a
+/// token bucket (link.burst_bytes, tbf's burst) a message that starts while the link holds
+/// tokens passes that many bytes at once; the bucket refills only while the link idles.
 struct Link {
-  double free = 0;    // the last message's end
-  double tokens = 0;  // in the bucket at `at`
-  double at = 0;
+  struct Flow {
+    uint32_t id;   // the transfer, or kBacklog
+    uint32_t key;  // its peer's queue
+    double left;   // bytes still to go
+  };
+  std::vector<Flow> active;                           // at most one per key
+  std::vector<std::pair<uint32_t, uint32_t>> queued;  // (key, transfer), in arrival order
+  double tokens = 0;                                  // in the bucket at `at`
+  double at = 0;                                      // when `active` and `tokens` were true
+  double busy_until = 0;                              // when the last flow ended
+  uint32_t gen = 0;                                   // the armed completion's generation
 };
 
 /// Every rank's links, up and down: what a broadcast leaves for the next one.
@@ -93,6 +108,10 @@ class Sim {
     if (sp.machine.link_mbit > 0 && !before.up.empty()) {
       up_ = std::move(before.up);
       down_ = std::move(before.down);
+      for (uint32_t r = 0; r < p_; ++r) {
+        arm_link(up_[r], true, r);
+        arm_link(down_[r], false, r);
+      }
     } else if (sp.machine.link_mbit > 0) {
       // Each bucket holds what the link's idle time before the broadcast refilled.
       Link idle;
@@ -178,15 +197,22 @@ class Sim {
   }
 
   /// After run(): the links as the next broadcast finds them when it starts link_idle_us
-  /// after this one returned on every rank (times shifted to its start, backlogs and
-  /// buckets kept).
+  /// after this one returned on every rank: what was still to go then (two-stage's late
+  /// ring copies) as one backlog at the rate, else the bucket as the idle time refilled it.
   Links links_for_next() const {
-    const double shift = end_ + sp_.machine.link_idle_us;
-    Links next{up_, down_};
-    for (std::vector<Link>* side : {&next.up, &next.down}) {
-      for (Link& l : *side) {
-        l.free -= shift;
-        l.at -= shift;
+    const MachineCosts& mc = sp_.machine;
+    const double shift = end_ + mc.link_idle_us, rate = mc.link_mbit / 8.0;
+    Links next;
+    for (const auto& [from, to] : {std::pair{&up_, &next.up}, {&down_, &next.down}}) {
+      to->resize(from->size());
+      for (std::size_t i = 0; i < from->size(); ++i) {
+        const Link& l = (*from)[i];
+        Link& n = (*to)[i];
+        if (l.busy_until > shift) {
+          n.active.push_back(Link::Flow{kBacklog, kBacklog, (l.busy_until - shift) * rate});
+        } else {
+          n.tokens = std::min(mc.link_burst_bytes, l.tokens + (shift - l.busy_until) * rate);
+        }
       }
     }
     return next;
@@ -516,18 +542,21 @@ class Sim {
   };
   static constexpr double kForever = 1e300;
 
-  /// A message on its way: links are taken in the order messages reach them (events), so
-  /// that a ring copy and a multicast datagram share a downlink first come, first served.
+  /// A message on its way: it joins a link's queues when it reaches the link (events), so
+  /// that a ring copy and a multicast datagram share a downlink from the moment both are on it.
   struct Transfer {
     uint32_t from, to;  // to: kMulticastTo for every non-root rank
     uint32_t frag;      // a datagram's fragment, or a reliable message's run (runs_of_)
     uint64_t m;
-    double cpu_done;   // the sender's CPU is through with it
-    double up_end;     // its last byte left the uplink
-    uint32_t pending;  // downlink events still to come
-    double flight;     // L
+    double cpu_done;                        // the sender's CPU is through with it
+    double up_end;                          // its last byte left the uplink (-1: not yet)
+    uint32_t pending;                       // receivers it has still to reach
+    double flight;                          // L
+    std::vector<uint32_t> down_first = {};  // receivers through their downlink before up_end
   };
   static constexpr uint32_t kMulticastTo = ~0u;
+
+  static constexpr uint32_t kBacklog = ~0u;  // a link's flow left by the broadcasts before
 
   /// Queues t's transfer for its sender's uplink at `ready`; returns its id.
   uint32_t send_wire(const Transfer& tr, double ready) {
@@ -544,32 +573,110 @@ class Sim {
     return id;
   }
 
-  /// m bytes onto `l` from t on, after the messages before them: returns when they are
-  /// through (the first byte leaves at max(t, l.free)).
-  double pass(Link& l, double t, uint64_t m) const {
+  /// Brings l's flows and bucket up to now_.
+  void settle(Link& l) const {
     const MachineCosts& mc = sp_.machine;
-    const double start = std::max(t, l.free);
-    if (mc.link_burst_bytes <= 0) return l.free = start + mc.wire_us(m);
-    const double rate = mc.link_mbit / 8.0;  // bytes per us
-    l.tokens = std::min(mc.link_burst_bytes, l.tokens + (start - l.at) * rate);
-    const double need = static_cast<double>(m);
-    if (l.tokens >= need) {
-      l.tokens -= need;
-      l.at = start;
-      return l.free = start;
+    const double rate = mc.link_mbit / 8.0, dt = now_ - l.at;
+    l.at = now_;
+    if (dt <= 0) return;
+    if (l.active.empty()) {
+      l.tokens = std::min(mc.link_burst_bytes, l.tokens + dt * rate);
+      return;
     }
-    l.free = l.at = start + (need - l.tokens) / rate;
-    l.tokens = 0;
-    return l.free;
+    const double each = dt * rate / static_cast<double>(l.active.size());
+    for (Link::Flow& f : l.active)
+      f.left -= each;
   }
 
-  void uplink(uint32_t id, double t) {
+  /// Transfer `id` is at l now, in `key`'s queue: it starts at once if nothing of its key is
+  /// on the link, else after what is queued before it.
+  void enter_link(Link& l, uint32_t key, uint32_t id, bool up, uint32_t owner) {
+    settle(l);
+    for (const Link::Flow& f : l.active) {
+      if (f.key == key) {
+        l.queued.emplace_back(key, id);
+        return;
+      }
+    }
+    start_flow(l, key, id, up);
+    arm_link(l, up, owner);
+  }
+
+  /// The flow of transfer `id` starts on l now; a message the bucket covers passes at once.
+  void start_flow(Link& l, uint32_t key, uint32_t id, bool up) {
+    const Transfer& tr = transfers_[id];
+    const double m = static_cast<double>(tr.m), burst = std::min(l.tokens, m);
+    l.tokens -= burst;
+    l.active.push_back(Link::Flow{id, key, m - burst});
+    if (up) began_uplink(id);
+  }
+
+  /// The soonest end of l's flows under the current sharing (earlier armings are void).
+  void arm_link(Link& l, bool up, uint32_t owner) {
+    ++l.gen;
+    if (l.active.empty()) return;
+    double least = kForever;
+    for (const Link::Flow& f : l.active)
+      least = std::min(least, f.left);
+    const double rate = sp_.machine.link_mbit / 8.0;
+    const double at = now_ + std::max(0.0, least) * static_cast<double>(l.active.size()) / rate;
+    push(at, owner, l.gen, up ? Kind::kUplinkDone : Kind::kDownlinkDone);
+  }
+
+  /// l's soonest flows are through: each ends, and the next of its key's queue starts.
+  void link_done(Link& l, bool up, uint32_t owner) {
+    settle(l);
+    const double slack = 1e-6;  // bytes: rounding in the shares
+    ended_.clear();
+    for (std::size_t i = 0; i < l.active.size();) {
+      if (l.active[i].left > slack) {
+        ++i;
+        continue;
+      }
+      ended_.push_back(l.active[i]);
+      l.active[i] = l.active.back();
+      l.active.pop_back();
+    }
+    // Each ended flow's successor first (they share the link from now on), then the ends.
+    for (const Link::Flow& f : ended_) {
+      auto next = std::find_if(l.queued.begin(), l.queued.end(),
+                               [&](const auto& q) { return q.first == f.key; });
+      if (next == l.queued.end()) continue;
+      const uint32_t id = next->second;
+      l.queued.erase(next);
+      start_flow(l, f.key, id, up);
+    }
+    if (l.active.empty()) l.busy_until = now_;
+    arm_link(l, up, owner);
+    for (const Link::Flow& f : ended_) {
+      if (f.id == kBacklog) continue;
+      if (up) {
+        ended_uplink(f.id);
+      } else {
+        ended_downlink(f.id, owner);
+      }
+    }
+  }
+
+  /// Transfer `id` reaches its sender's uplink now.
+  void uplink(uint32_t id) {
     Transfer& tr = transfers_[id];
-    const double start = up_.empty() ? t : std::max(t, up_[tr.from].free);
-    tr.up_end = up_.empty() ? start + sp_.machine.wire_us(tr.m) : pass(up_[tr.from], t, tr.m);
+    tr.up_end = -1;
+    if (up_.empty()) {
+      tr.up_end = now_ + sp_.machine.wire_us(tr.m);
+      began_uplink(id);
+      return;
+    }
+    enter_link(up_[tr.from], tr.to, id, true, tr.from);
+  }
+
+  /// Transfer `id`'s first byte leaves its sender now: cut-through, it is on its receivers'
+  /// downlinks too.
+  void began_uplink(uint32_t id) {
+    Transfer& tr = transfers_[id];
     if (tr.to != kMulticastTo) {
       tr.pending = 1;
-      push(start, tr.to, id, Kind::kDownlink);
+      push(now_, tr.to, id, Kind::kDownlink);
       return;
     }
     // Every non-root rank in rank order: one loss draw each, the same on every run.
@@ -580,16 +687,48 @@ class Sim {
         continue;
       }
       ++tr.pending;
-      push(start, r, id, Kind::kDownlink);
+      push(now_, r, id, Kind::kDownlink);
     }
     if (tr.pending == 0) free_.push_back(id);
   }
 
-  /// Cut-through onto c's downlink from t: the message is whole there when its last byte is.
-  void downlink(uint32_t id, uint32_t c, double t) {
+  /// Transfer `id`'s last byte has left its sender: the receivers whose downlinks were
+  /// through first have it now.
+  void ended_uplink(uint32_t id) {
     Transfer& tr = transfers_[id];
-    double down = tr.up_end;
-    if (!down_.empty()) down = std::max(tr.up_end, pass(down_[c], t, tr.m));
+    tr.up_end = now_;
+    const std::vector<uint32_t> waiting = std::move(tr.down_first);
+    tr.down_first.clear();
+    for (uint32_t c : waiting)
+      arrive(id, c, now_);
+  }
+
+  /// Transfer `id` reaches c's downlink now (its first byte does).
+  void downlink(uint32_t id, uint32_t c) {
+    Transfer& tr = transfers_[id];
+    if (down_.empty()) {
+      arrive(id, c, std::max(now_, tr.up_end));
+      return;
+    }
+    // A downlink carries each sender's datagrams and reliable messages in two queues.
+    const uint32_t key = 2 * tr.from + (tr.to == kMulticastTo ? 1 : 0);
+    enter_link(down_[c], key, id, false, c);
+  }
+
+  /// Transfer `id` is through c's downlink now: whole at c once its last byte also left the
+  /// sender.
+  void ended_downlink(uint32_t id, uint32_t c) {
+    Transfer& tr = transfers_[id];
+    if (tr.up_end < 0) {
+      tr.down_first.push_back(c);
+      return;
+    }
+    arrive(id, c, now_);
+  }
+
+  /// Transfer `id`'s bytes are all at c at `down`.
+  void arrive(uint32_t id, uint32_t c, double down) {
+    Transfer& tr = transfers_[id];
     const double at = std::max(tr.cpu_done, down) + tr.flight;
     const bool mc = tr.to == kMulticastTo;
     const uint32_t k = tr.frag;
@@ -738,10 +877,16 @@ class Sim {
         }
         return;
       case Kind::kUplink:
-        uplink(e.frag, e.t);
+        uplink(e.frag);
         return;
       case Kind::kDownlink:
-        downlink(e.frag, e.rank, e.t);
+        downlink(e.frag, e.rank);
+        return;
+      case Kind::kUplinkDone:
+        if (e.frag == up_[e.rank].gen) link_done(up_[e.rank], true, e.rank);
+        return;
+      case Kind::kDownlinkDone:
+        if (e.frag == down_[e.rank].gen) link_done(down_[e.rank], false, e.rank);
         return;
       case Kind::kArriveMulticast: {
         if (fair_) {
@@ -1071,6 +1216,7 @@ class Sim {
   std::vector<uint32_t> free_runs_;
   std::vector<Transfer> transfers_;  // machine mode: messages on the wire
   std::vector<uint32_t> free_;       // their free slots
+  std::vector<Link::Flow> ended_;    // link_done's scratch
   std::vector<uint32_t> kids_;
   // Fair sharing: each rank's work and whether it is running, the virtual clock, the ranks
   // burning CPU by when they are through on it, and the kCpuDone armed last.

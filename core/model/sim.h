@@ -17,8 +17,9 @@
 // then the next batch. Where ranks outnumber the machine's cores, work also needs a core:
 // first come, first served (first fit), or shared fairly (cpu.sharing fair: every rank with
 // work runs at cores / runnable of a core's speed, as the kernel's scheduler shares them). A
-// send burns CPU for o and the bytes but holds the thread for the gap g; messages queue on
-// their sender's uplink and each receiver's downlink (link_mbit > 0), multicast datagrams
+// send burns CPU for o and the bytes but holds the thread for the gap g; messages share
+// their sender's uplink and each receiver's downlink (link_mbit > 0: one queue per peer,
+// the heads of the queues sharing the rate evenly), multicast datagrams
 // cost MulticastCost; a rank pays the share bcast_wake_share of bcast_us before it takes its
 // first message (it sleeps in the broadcast until then) and the rest
 // once it owns the message and has handed its last forward to the channel, then returns.
