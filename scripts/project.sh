@@ -5,9 +5,9 @@
 # binomial, k-nomial, the Fibo-tree and the fragmented chain, at 1 KiB and 64 KiB in 4 KiB
 # fragments (the UD MTU); two-stage also under multicast loss; and the maintained peers' repair
 # by a NACK timer at the same loss rates.
-#  - node-aware: two-stage among the p / PPN node leaders, then the node's step: a wake-up and
-#    the copy of the last fragment out of the node's segment (the earlier ones overlap stage
-#    2), charged as engine.bcast_us + fragment * engine.byte_us. An estimate, not simulated.
+#  - node-aware: `sim --ranks-per-node PPN`: two-stage among the p / PPN node leaders, each
+#    writing its fragments to its node's segment as it holds them, the node's other ranks
+#    copying them out (engine.byte_us a byte each way) after their wake-up; from 2 nodes on.
 #  - NACK timer (UCC's mlx5 multicast, MVAPICH2): the multicast time, plus TIMER for every
 #    round of repairs: a receiver notices a loss only when its timer fires, and the repair is a
 #    datagram that can be lost again. With N = (p - 1) F receptions each lost with probability
@@ -37,43 +37,36 @@ for fabric in hdr ndr; do
     "$bin" sim --params "$params" --ranks "$ranks" --size "$size" --fragment-size 4k \
       --algorithms two_stage,binomial,knomial,fibo_tree,fragmented_chain --losses "$losses" |
       awk -v f="$fabric" -F, '$1 != "algorithm" { print f "," $0 }' >>"$tmp/sim.csv"
-    # The leaders of node-aware groups: p / PPN of them.
-    leaders=$(python3 -c "
-import sys
+    # Node-aware groups of PPN ranks per node, where the ranks make 2 nodes or more.
+    nodes=$(python3 -c "
 def n(s):
     m = {'k': 1 << 10, 'm': 1 << 20}
     return int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s)
-print(','.join(str(max(2, n(r) // $ppn)) for r in '$ranks'.split(',')))")
-    "$bin" sim --params "$params" --ranks "$leaders" --size "$size" --fragment-size 4k \
-      --algorithms two_stage --losses "$losses" |
-      awk -v f="$fabric" -F, '$1 != "algorithm" { print f ",leaders," $0 }' >>"$tmp/sim.csv"
+print(','.join(r for r in '$ranks'.split(',') if n(r) % $ppn == 0 and n(r) >= 2 * $ppn))")
+    if [[ -n $nodes ]]; then
+      "$bin" sim --params "$params" --ranks "$nodes" --ranks-per-node "$ppn" --size "$size" \
+        --fragment-size 4k --algorithms two_stage --losses "$losses" |
+        awk -v f="$fabric" -F, '$1 != "algorithm" { print f ",node," $0 }' >>"$tmp/sim.csv"
+    fi
   done
 done
 
-python3 - "$tmp/sim.csv" "$out" "$ppn" "$timer" "$repo/docs/params" <<'PY'
+python3 - "$tmp/sim.csv" "$out" "$ppn" "$timer" <<'PY'
 import sys
 
-sim_path, out_path, ppn, timer, params_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+sim_path, out_path, ppn, timer = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 cols = ["algorithm", "ranks", "bytes", "fragment_size", "loss", "root_delay_us", "skew",
         "skew_scale_us", "seed", "sim_last_us", "sim_mean_us", "sim_p50_us", "sim_p99_us",
-        "model_last_us", "model_mean_us", "model_exact", "lost", "repaired", "events", "wall_ms", "sends_hash"]
+        "model_last_us", "model_mean_us", "model_exact", "lost", "repaired", "events", "wall_ms", "sends_hash",
+        "ranks_per_node"]
 
 
-def params(fabric):
-    p = {}
-    for line in open("%s/ib-%s.txt" % (params_dir, fabric)):
-        if "=" in line and not line.startswith("#"):
-            k, v = line.split("=")
-            p[k.strip()] = float(v)
-    return p
-
-
-rows, leaders = {}, {}
+rows, node = {}, {}
 for line in open(sim_path):
     f = line.rstrip("\n").split(",")
-    if f[1] == "leaders":
+    if f[1] == "node":
         r = dict(zip(cols, f[2:]))
-        leaders[(f[0], int(r["ranks"]), int(r["bytes"]), float(r["loss"]))] = float(r["sim_last_us"])
+        node[(f[0], int(r["ranks"]), int(r["bytes"]), float(r["loss"]))] = float(r["sim_last_us"])
         continue
     r = dict(zip(cols, f[1:]))
     rows[(f[0], r["algorithm"], int(r["ranks"]), int(r["bytes"]), float(r["loss"]))] = float(r["sim_last_us"])
@@ -96,13 +89,9 @@ for (fabric, algo, p, n, q), t in sorted(rows.items()):
     out.append((fabric, algo, p, n, q, t))
     if algo != "two_stage":
         continue
-    pp = params(fabric)
-    frag = min(n, 4096)
     f = (n + 4095) // 4096
-    lead = leaders.get((fabric, max(2, p // ppn), n, q))
-    if lead is not None:
-        node = pp["engine.bcast_us"] + frag * pp["engine.byte_us"]
-        out.append((fabric, "two_stage_node_aware_ppn%d" % ppn, p, n, q, lead + node))
+    if (fabric, p, n, q) in node:
+        out.append((fabric, "two_stage_node_aware_ppn%d" % ppn, p, n, q, node[(fabric, p, n, q)]))
     # The peers: the multicast phase as two-stage's without loss, plus the timer's rounds.
     base = rows.get((fabric, "two_stage", p, n, 0.0))
     if base is not None:

@@ -59,7 +59,7 @@ def read_sim(path):
                          "root_delay_us", "skew", "skew_scale_us", "seed", "sim_last_us",
                          "sim_mean_us", "sim_p50_us", "sim_p99_us", "model_last_us",
                          "model_mean_us", "model_exact", "lost", "repaired", "events", "wall_ms",
-                         "sends_hash"]
+                         "sends_hash", "ranks_per_node"]
             r = dict(zip(names, fields))
             sim[(r["shape"], int(r["ranks"]), r["algorithm"], int(r["bytes"]))] = r
     return sim

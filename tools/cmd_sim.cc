@@ -116,6 +116,11 @@ Result<SimSetup> read_setup(const Args& a) {
     return make_error(Errc::kInvalidArgument, "--skew none|uniform|exponential");
   }
   s.base.early_drop = option(a, "early-drop", "0") == "1";
+  auto ppn = parse_uint(option(a, "ranks-per-node", "1"));
+  IBBCAST_RETURN_IF_ERROR(ppn.status());
+  if (*ppn < 1 || *ppn > kSimMaxRanks)
+    return make_error(Errc::kInvalidArgument, "--ranks-per-node: 1..1m");
+  s.base.ranks_per_node = static_cast<uint32_t>(*ppn);
   const std::string loggp_arg = option(a, "loggp", "5,1.5,2,0.0008");
   if (loggp_arg.find(',') == std::string::npos) {
     // A parameter file, as `ibbcast bench --loggp --loggp-out FILE` writes it.
@@ -181,7 +186,7 @@ void write_csv(std::FILE* f, const std::vector<Row>& rows) {
   std::fputs(
       "algorithm,ranks,bytes,fragment_size,loss,root_delay_us,skew,skew_scale_us,seed,"
       "sim_last_us,sim_mean_us,sim_p50_us,sim_p99_us,model_last_us,model_mean_us,model_exact,"
-      "lost,repaired,events,wall_ms,sends_hash\n",
+      "lost,repaired,events,wall_ms,sends_hash,ranks_per_node\n",
       f);
   static constexpr const char* kSkew[] = {"none", "uniform", "exponential"};
   for (const Row& w : rows) {
@@ -189,14 +194,14 @@ void write_csv(std::FILE* f, const std::vector<Row>& rows) {
     std::fprintf(
         f,
         "%s,%u,%llu,%u,%g,%g,%s,%g,%llu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%llu,%llu,%llu,%.1f,"
-        "%016llx\n",
+        "%016llx,%u\n",
         std::string(algorithm_name(in.algorithm)).c_str(), in.p,
         static_cast<unsigned long long>(in.n), in.fragment_size, in.loss, in.root_delay,
         kSkew[static_cast<int>(w.sp.skew)], w.sp.skew_scale,
         static_cast<unsigned long long>(w.sp.seed), w.r.last, w.r.mean, w.p50, w.p99, w.m.last,
         w.m.mean, w.m.exact ? 1 : 0, static_cast<unsigned long long>(w.r.lost),
         static_cast<unsigned long long>(w.r.repaired), static_cast<unsigned long long>(w.r.events),
-        w.wall_ms, static_cast<unsigned long long>(w.r.sends_hash));
+        w.wall_ms, static_cast<unsigned long long>(w.r.sends_hash), w.sp.ranks_per_node);
   }
 }
 
@@ -394,7 +399,10 @@ int cmd_sim(int argc, char** argv) {
             return 2;
           }
           w.r = std::move(*r);
-          w.m = predict_loggp(w.sp.model, w.sp.in);
+          // Node-aware: the closed form of the leaders' part.
+          ModelInput leaders = w.sp.in;
+          leaders.p /= w.sp.ranks_per_node;
+          w.m = predict_loggp(w.sp.model, leaders);
           std::vector<double> others(w.r.done.begin() + 1, w.r.done.end());
           w.p50 = quantile(others, 0.5);
           w.p99 = quantile(others, 0.99);

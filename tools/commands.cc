@@ -102,6 +102,9 @@ constexpr OptionDoc kSimOptions[] = {
     {"loggp", "L,o,g,G|FILE", "LogGP parameters in us and us/byte (5,1.5,2,0.0008)"},
     {"params", "FILE", "a machine's parameter file (bench --calibrate); overrides --loggp"},
     {"early-drop", "", "drop datagrams of broadcasts not yet entered"},
+    {"ranks-per-node", "N",
+     "node-aware groups: the algorithm among ranks / N node leaders, then each node's segment "
+     "(1: flat)"},
     {"csv", "FILE", "write the CSV here instead of stdout"},
     {"svg", "FILE", "also plot the results"},
     {"derive-auto", "",

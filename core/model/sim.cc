@@ -35,7 +35,9 @@ class Rng {
 // channel takes its next message (kSend, frag: the arming's generation) and a reliable
 // message, a run of one or more fragments, arrives whole (kArriveRun, frag: the run). With
 // cores shared fairly, the CPU is through with the soonest work (kCpuDone, frag: the arming's
-// generation) and a rank's wait is over (kWaitDone).
+// generation) and a rank's wait is over (kWaitDone). Node-aware: the root writes its node's
+// segment (kRootAppends), a leader's write of the first `frag` fragments is through
+// (kAppended) and a node's other rank has copied them out (kCopied).
 enum class Kind : uint8_t {
   kOwn,
   kMulticast,
@@ -49,7 +51,10 @@ enum class Kind : uint8_t {
   kArriveRun,
   kCpuDone,
   kWaitDone,
-  kCopyIn
+  kCopyIn,
+  kRootAppends,
+  kAppended,
+  kCopied
 };
 
 /// One direction of a rank's link. Messages for one peer (on an uplink; from one sender, on a
@@ -94,6 +99,8 @@ class Sim {
         sched_(sched),
         rng_(sp.seed),
         p_(sp.in.p),
+        ppn_(std::max<uint32_t>(sp.ranks_per_node, 1)),
+        leaders_(p_ / ppn_),
         f_(frags),
         words_((frags + 63) / 64),
         owned_(uint64_t{p_} * words_, 0),
@@ -150,10 +157,14 @@ class Sim {
       // fragment by fragment the pipeline's. No run_bytes: a message per fragment.
       const double frag = static_cast<double>(m_), most = std::floor(sp.machine.run_bytes / frag),
                    least = std::ceil(sp.machine.run_min_bytes / frag);
-      const uint32_t k = run_fragments(sp.in.algorithm, p_, static_cast<uint32_t>(f_),
+      const uint32_t k = run_fragments(sp.in.algorithm, leaders_, static_cast<uint32_t>(f_),
                                        static_cast<uint32_t>(std::clamp(least, 1.0, 1048576.0)),
                                        static_cast<uint32_t>(std::clamp(most, 1.0, 1048576.0)));
       run_k_ = k;
+    }
+    if (ppn_ > 1) {
+      appended_.assign(leaders_, 0);
+      claimed_.assign(p_, 0);
     }
   }
 
@@ -182,6 +193,9 @@ class Sim {
     }
     for (uint32_t k = 0; k < f_; ++k)
       forward(0, k, start);
+    // The root writes its node's segment once its first sends are under way (its thread
+    // takes them first: kSend events at the same time come before).
+    if (ppn_ > 1) push(start, 0, 0, Kind::kRootAppends);
     while (!queue_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
@@ -303,7 +317,16 @@ class Sim {
   // with them: the sender's (its bytes, one flight away) and the receiver's copy as they
   // stream in, work of its own on the receiver's thread (kCopy; none at a rank that has
   // returned); gate() counts them.
-  enum class Job : uint8_t { kTake, kTakeRun, kSend, kCopy, kMulticast, kFinish };
+  enum class Job : uint8_t {
+    kTake,
+    kTakeRun,
+    kSend,
+    kCopy,
+    kMulticast,
+    kFinish,
+    kAppend,
+    kCopyOut
+  };
   struct Work {
     double ready = 0, wait0 = 0, cpu_a = 0, cpu_b = 0, wait1 = 0;
     Job job = Job::kTake;
@@ -679,9 +702,9 @@ class Sim {
       push(now_, tr.to, id, Kind::kDownlink);
       return;
     }
-    // Every non-root rank in rank order: one loss draw each, the same on every run.
+    // Every other leader in rank order: one loss draw each, the same on every run.
     tr.pending = 0;
-    for (uint32_t r = 1; r < p_; ++r) {
+    for (uint32_t r = 1; r < leaders_; ++r) {
       if (sp_.in.loss > 0 && rng_.unit() < sp_.in.loss) {
         ++result_.lost;
         continue;
@@ -827,6 +850,7 @@ class Sim {
     const bool last = ++count_[r] == f_;
     if (last && !machine_mode_) done_[r] = std::max(t, enter_[r]);
     if (entered_[r]) forward(r, k, t);  // else when it enters
+    if (ppn_ > 1 && r < leaders_ && entered_[r]) append(r, t);
     if (last && machine_mode_ && entered_[r]) {
       // The engine returns once the rank has handed its last forward to the channel too
       // (a rank not yet in the call: once it enters, kEnter).
@@ -843,6 +867,70 @@ class Sim {
   /// a reliable message that reaches it now waits in its socket (its duplicates are taken in
   /// a later call).
   bool returned(uint32_t r) const { return count_[r] == f_ && !done_pending_[r]; }
+
+  // Node-aware groups (SimParams::ranks_per_node): node i's leader is rank i, its other ranks
+  // leaders_ + i (ppn - 1) + j.
+  uint32_t node_of(uint32_t r) const { return r < leaders_ ? r : (r - leaders_) / (ppn_ - 1); }
+
+  /// Leader r holds fragments from t on that extend the prefix it has written to its node's
+  /// segment: it writes them (its thread, engine.byte_us per byte).
+  void append(uint32_t r, double t) {
+    const uint32_t from = claimed_[r];
+    uint32_t to = from;
+    uint64_t m = 0;
+    while (to < f_ && owns(r, to))
+      m += bytes(to++);
+    if (to == from) return;
+    claimed_[r] = to;
+    const double d = static_cast<double>(m) * sp_.machine.byte_us;
+    if (fair_) {
+      submit(r, Work{.ready = t, .cpu_a = d, .job = Job::kAppend, .peer = to});
+      return;
+    }
+    push(work(r, t, d) + d, r, to, Kind::kAppended);
+  }
+
+  /// Node `node`'s segment holds its first `to` fragments from now on: its other ranks copy
+  /// out what they have not.
+  void appended(uint32_t node, uint32_t to) {
+    appended_[node] = std::max(appended_[node], to);
+    const uint32_t first = leaders_ + node * (ppn_ - 1);
+    for (uint32_t x = first; x < first + ppn_ - 1; ++x)
+      copy_out(x, now_);
+  }
+
+  /// Rank x (not a leader) copies out of its node's segment what is there at t beyond what it
+  /// has (its thread, engine.byte_us per byte); the first copy pays its wake-up's share of
+  /// the fixed cost, as a datagram's receiver does.
+  void copy_out(uint32_t x, double t) {
+    const uint32_t from = claimed_[x], to = appended_[node_of(x)];
+    if (!entered_[x] || to <= from) return;
+    claimed_[x] = to;
+    uint64_t m = 0;
+    for (uint32_t k = from; k < to; ++k)
+      m += bytes(k);
+    const MachineCosts& mc = sp_.machine;
+    double d = static_cast<double>(m) * mc.byte_us, idle = 0;
+    if (machine_mode_ && !woken_[x]) {
+      woken_[x] = 1;
+      const double wake = fixed_cost(false) * mc.bcast_wake_share;
+      woke_[x] = wake;
+      d += wake;
+      idle = wake * (1 - mc.bcast_cpu_share);
+    }
+    if (fair_) {
+      submit(x,
+             Work{.ready = t, .wait0 = idle, .cpu_a = d - idle, .job = Job::kCopyOut, .peer = to});
+      return;
+    }
+    push(work(x, t, d, d - idle) + d, x, to, Kind::kCopied);
+  }
+
+  /// Rank x has copied out its node's first `to` fragments.
+  void copied(uint32_t x, uint32_t to, double t) {
+    for (uint32_t k = count_[x]; k < to; ++k)
+      own(x, k, t);
+  }
 
   /// Rank r, which owns every fragment, has nothing more to hand on from t: it returns once
   /// its thread is through and it has paid the rest of its fixed cost (the share of its
@@ -865,8 +953,8 @@ class Sim {
         if (own(e.rank, e.frag, e.t) && sched_.uses_multicast()) ++result_.repaired;
         return;
       case Kind::kMulticast:
-        // Every non-root rank in rank order: one loss draw each, the same on every run.
-        for (uint32_t r = 1; r < p_; ++r) {
+        // Every other leader in rank order: one loss draw each, the same on every run.
+        for (uint32_t r = 1; r < leaders_; ++r) {
           const bool lost =
               (sp_.in.loss > 0 && rng_.unit() < sp_.in.loss) || (sp_.early_drop && enter_[r] > e.t);
           if (lost) {
@@ -924,11 +1012,21 @@ class Sim {
       case Kind::kCopyIn:
         copy_in(e.frag, e.rank);
         return;
+      case Kind::kRootAppends:
+        append(0, e.t);
+        return;
+      case Kind::kAppended:
+        appended(e.rank, e.frag);
+        return;
+      case Kind::kCopied:
+        copied(e.rank, e.frag, e.t);
+        return;
       case Kind::kEnter:
         entered_[e.rank] = 1;
         for (uint32_t k = 0; k < f_; ++k) {
           if (owns(e.rank, k)) forward(e.rank, k, e.t);
         }
+        if (ppn_ > 1) e.rank < leaders_ ? append(e.rank, e.t) : copy_out(e.rank, e.t);
         if (machine_mode_ && count_[e.rank] == f_) {
           if (!queued_[e.rank].empty()) {
             done_pending_[e.rank] = 1;
@@ -1105,6 +1203,12 @@ class Sim {
       case Job::kFinish:
         done_[r] = now_;
         return;
+      case Job::kAppend:
+        appended(r, w.peer);
+        return;
+      case Job::kCopyOut:
+        copied(r, w.peer, now_);
+        return;
     }
   }
 
@@ -1162,6 +1266,7 @@ class Sim {
   const Schedule& sched_;
   Rng rng_;
   uint32_t p_;
+  uint32_t ppn_, leaders_;  // ranks per node, and nodes (leaders)
   uint64_t f_, words_, m_ = 0, m_last_ = 0, seq_ = 0;
   std::vector<uint64_t> owned_;
   std::vector<uint32_t> count_;
@@ -1217,6 +1322,9 @@ class Sim {
   std::vector<Transfer> transfers_;  // machine mode: messages on the wire
   std::vector<uint32_t> free_;       // their free slots
   std::vector<Link::Flow> ended_;    // link_done's scratch
+  // Node-aware: each node's fragments in its segment, and each rank's written (a leader) or
+  // copied (the others) fragments, booked.
+  std::vector<uint32_t> appended_, claimed_;
   std::vector<uint32_t> kids_;
   // Fair sharing: each rank's work and whether it is running, the virtual clock, the ranks
   // burning CPU by when they are through on it, and the kCpuDone armed last.
@@ -1244,6 +1352,11 @@ Status validate(const SimParams& sp) {
     return make_error(Errc::kInvalidArgument, "loss must be in [0, 1]");
   if (!(in.root_delay >= 0) || !(sp.skew_scale >= 0))
     return make_error(Errc::kInvalidArgument, "root delay and skew scale must be >= 0");
+  if (sp.ranks_per_node == 0 || in.p % sp.ranks_per_node != 0) {
+    return make_error(Errc::kInvalidArgument, "ranks (" + std::to_string(in.p) +
+                                                  ") must be a multiple of ranks per node (" +
+                                                  std::to_string(sp.ranks_per_node) + ")");
+  }
   return Status::ok();
 }
 
@@ -1253,7 +1366,7 @@ Result<SimResult> simulate(const SimParams& sp) {
   IBBCAST_RETURN_IF_ERROR(validate(sp));
   ScheduleParams sched;
   sched.algorithm = sp.in.algorithm;
-  sched.size = sp.in.p;
+  sched.size = sp.in.p / sp.ranks_per_node;  // the leaders
   sched.knomial_radix = sp.in.knomial_radix;
   sched.fibo_s = sp.in.fibo_s;
   sched.fibo_r = sp.in.fibo_r;

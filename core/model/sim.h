@@ -48,6 +48,13 @@ struct SimParams {
   bool early_drop = false;    ///< multicast reaching a rank before it entered is lost
   uint64_t seed = 1;          ///< RNG seed (skew and loss draws)
   bool keep_per_rank = true;  ///< fill SimResult::done
+  /// Node-aware groups: ranks per node (1: flat). The algorithm runs among p / ranks_per_node
+  /// node leaders; each leader appends the fragments it holds, as their prefix grows, to its
+  /// node's segment and the node's other ranks copy them out (engine.byte_us per byte each
+  /// way; a rank that copies pays its wake-up's share of the fixed cost first, as a datagram
+  /// receiver does). SimResult::done lists the leaders first (node i's at i), then each
+  /// node's other ranks, node by node.
+  uint32_t ranks_per_node = 1;
 };
 
 struct SimResult {
@@ -72,7 +79,8 @@ inline constexpr uint32_t kSimMaxRanks = 1u << 20;
 inline constexpr uint64_t kSimMaxCells = uint64_t{1} << 28;
 
 /// Runs one broadcast. Errors (kInvalidArgument): p == 0 or p > kSimMaxRanks, kAuto,
-/// p x fragments > kSimMaxCells, loss outside [0, 1], negative scales or delays.
+/// p x fragments > kSimMaxCells, loss outside [0, 1], negative scales or delays, p not a
+/// multiple of ranks_per_node.
 /// O((p F + sends) log events) time, O(p F / 8 + p) memory.
 Result<SimResult> simulate(const SimParams& params);
 

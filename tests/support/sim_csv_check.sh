@@ -11,14 +11,14 @@ trap 'rm -rf "$dir"' EXIT
 # Loss applies to two_stage only: 3 ranks x (2 + 1 + 1 + 1) x 2 delays = 30 rows.
 awk -F, '
   NR == 1 {
-    if (NF != 21 || $1 != "algorithm" || $10 != "sim_last_us" || $14 != "model_last_us" ||
-        $21 != "sends_hash") {
+    if (NF != 22 || $1 != "algorithm" || $10 != "sim_last_us" || $14 != "model_last_us" ||
+        $21 != "sends_hash" || $22 != "ranks_per_node") {
       print "bad header: " $0; exit 1
     }
     next
   }
   {
-    if (NF != 21) { print "row " NR " has " NF " fields"; exit 1 }
+    if (NF != 22) { print "row " NR " has " NF " fields"; exit 1 }
     if (length($21) != 16 || $21 !~ /^[0-9a-f]+$/) { print "row " NR ": sends_hash " $21; exit 1 }
     rows++
     if ($16 == 1) {

@@ -510,6 +510,76 @@ TEST(MachineSim, LossIsRepairedByTheRing) {
   EXPECT_EQ(r->repaired, 3u * 8);
 }
 
+TEST(MachineSim, NodeAwareRanksCopyOutOfTheLeadersSegment) {
+  // 2 nodes x 2 ranks, linear among the leaders (ranks 0 and 1; the others 2 on node 0, 3 on
+  // node 1). Each byte costs 0.01 us to take, to write to the segment and to copy out.
+  SimParams sp = base(Algorithm::kLinear, 4, 1000);
+  sp.ranks_per_node = 2;
+  sp.machine.byte_us = 0.01;
+  const LogGP& g = sp.model;
+  const double bytes = 1000 * 0.01;
+  auto r = simulate(sp);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->done.size(), 4u);
+  // Leader 1 owns the message a hop and its take later, then writes it and returns.
+  const double owned = g.o + 999 * g.G + g.L + g.o + bytes;
+  EXPECT_DOUBLE_EQ(r->done[1], owned + bytes);
+  // Its node's other rank copies it out after that.
+  EXPECT_DOUBLE_EQ(r->done[3], owned + 2 * bytes);
+  // The root writes its node's segment once its send has left its thread.
+  EXPECT_DOUBLE_EQ(r->done[2], std::max(g.g, g.o) + 999 * g.G + 2 * bytes);
+  EXPECT_DOUBLE_EQ(r->last, r->done[3]);
+}
+
+TEST(MachineSim, NodeAwareLeadersRunTheAlgorithmAmongThemselves) {
+  // With free copies the leaders are the flat broadcast of the leaders alone.
+  for (Algorithm a : {Algorithm::kTwoStage, Algorithm::kBinomial, Algorithm::kFragmentedChain}) {
+    SimParams flat = base(a, 4, 64 * 1024);
+    flat.machine.multicast = MulticastCost{1, 1, 2, 0};
+    flat.machine.bcast_us = 5;
+    SimParams node = flat;
+    node.in.p = 16;
+    node.ranks_per_node = 4;
+    auto f = simulate(flat);
+    auto n = simulate(node);
+    ASSERT_TRUE(f.is_ok() && n.is_ok()) << static_cast<int>(a);
+    for (uint32_t leader = 1; leader < 4; ++leader)
+      EXPECT_DOUBLE_EQ(n->done[leader], f->done[leader]) << static_cast<int>(a) << " " << leader;
+    // The others copy nothing and pay the fixed cost their leader pays: done with it.
+    EXPECT_DOUBLE_EQ(n->last, f->last) << static_cast<int>(a);
+  }
+}
+
+TEST(MachineSim, NodeAwareCopiesOverlapTheFabric) {
+  // A fragmented chain of 64 fragments among 2 leaders: the other rank of node 1 copies each
+  // fragment as its leader writes it, so it is done one fragment's copy after its leader
+  // (which returns once it has written the last), not the whole message's.
+  SimParams sp = base(Algorithm::kFragmentedChain, 4, 64 * 1024);
+  sp.ranks_per_node = 2;
+  sp.machine.byte_us = 0.001;
+  const double one = 1024 * 0.001;
+  auto r = simulate(sp);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_NEAR(r->done[3], r->done[1] + one, 1e-9);
+}
+
+TEST(MachineSim, NodeAwareNeedsWholeNodes) {
+  SimParams sp = base(Algorithm::kLinear, 6, 1000);
+  sp.ranks_per_node = 4;
+  auto r = simulate(sp);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("multiple of ranks per node"), std::string::npos);
+  // Cores shared fairly: every rank still completes.
+  sp.in.p = 8;
+  sp.machine.byte_us = 0.01;
+  sp.machine.cores = 2;
+  sp.machine.sharing = CpuSharing::kFair;
+  r = simulate(sp);
+  ASSERT_TRUE(r.is_ok());
+  for (uint32_t x = 1; x < 8; ++x)
+    EXPECT_GT(r->done[x], 0) << x;
+}
+
 TEST(MachineParams, RoundTrip) {
   ModelParams p;
   p.reliable = LogGP{1.5, 4.25, 7, 0.0007};
