@@ -30,7 +30,9 @@ void after_init() {
   } else if (const std::string& prefix = boot.value().netns_prefix; !prefix.empty()) {
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (Status moved = enter_rank_netns(prefix, static_cast<uint32_t>(rank)); !moved)
+    if (Status moved = enter_rank_netns(prefix, static_cast<uint32_t>(rank),
+                                        boot.value().netns_ranks_per_host);
+        !moved)
       log_warning("ibbcast-mpi: " + moved.to_string());
   }
 }

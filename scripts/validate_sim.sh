@@ -10,7 +10,8 @@
 #                                  on the N-rank fabric before the sweep,
 #                                  between the unshaped sweep's rounds (bench
 #                                  --calibrate-rounds) and after it
-#   OUT/validate-bench-DATE.csv    the bench rows, with the link shape
+#   OUT/validate-bench-DATE.csv    the bench rows, with the link shape (node-aware groups:
+#                                  the shape with -HxK, H hosts of K ranks each)
 #   OUT/validate-sim-DATE.csv      measured against predicted, one row per cell
 #   OUT/validate-sim-DATE.svg      predicted against measured
 #   OUT/validate-auto-DATE.csv     auto's pick per cell: default knobs, LogGP-calibrated, and
@@ -27,10 +28,47 @@
 #   up to 45 % apart in one cell (the table of auto picks among them)
 #   ROUNDS=5: passes over each sweep (`bench --rounds`), the iterations split over them
 #   TABLE_MARGIN=0: sim --derive-auto --table-margin
+#   NODES="4x2": node-aware groups too, on a fabric of 4 hosts of 2 ranks each (bench with
+#   node_aware on and IBBCAST_NETNS_RANKS_PER_HOST; sim --ranks-per-node under the parameter
+#   file of as many ranks, which RANKS must hold), NODE_ALGORITHMS=two_stage,binomial,linear;
+#   their cells are a shape of their own (off-4x2, 200mbit-4x2), so they compete only with
+#   each other for the fastest. NODES="": none
 #   PARAMS=FILE: use this parameter file instead of calibrating ("%n" in it: the rank count)
 #   BENCH=FILE: with PARAMS, predict and compare the rows of an earlier run (no fabric)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+
+iterations_of() {  # SIZES -> the count per size
+  local s v out=
+  for s in ${1//,/ }; do
+    v=$(numfmt --from=iec "${s^^}")
+    if ((v <= 4096)); then v=$((ITERATIONS * 10)); elif ((v <= 65536)); then v=$((ITERATIONS * 3)); else v=$ITERATIONS; fi
+    out+=${out:+,}$v
+  done
+  echo "$out"
+}
+
+if [[ ${1-} == --inside-node ]]; then
+  # A fabric of $2 hosts with $3 ranks each: node-aware groups, the bench rows per shape, each
+  # prefixed by the shape and the layout.
+  hosts=$2 per=$3 bin=$4
+  F=$IBBCAST_NETNS_FABRIC P=$IBBCAST_NETNS_PREFIX
+  "$F" mtu "$P" "$MTU"
+  shapes=off
+  ((RATE > 0)) && shapes="off ${RATE}mbit"
+  for shape in $shapes; do
+    "$F" shape "$P" "$shape"
+    sizes=$SIZES
+    [[ $shape != off ]] && sizes=$SHAPED_SIZES
+    IBBCAST_NETNS_RANKS_PER_HOST=$per timeout 3000 mpirun --allow-run-as-root --oversubscribe \
+      -np $((hosts * per)) -x IBBCAST_NETNS_PREFIX -x IBBCAST_NETNS_RANKS_PER_HOST -x UCX_TLS \
+      "$bin" bench --udp-interface eth0 --fragment-size "$FRAGMENT" --node-aware on \
+      --algorithms "$NODE_ALGORITHMS" --sizes "$sizes" --iterations "$(iterations_of "$sizes")" \
+      --warmup "$WARMUP" --rounds "$ROUNDS" |
+      awk -v s="$shape-${hosts}x$per" -F, '$1 != "algorithm" { print s "," $0 }'
+  done
+  exit 0
+fi
 
 if [[ ${1-} == --inside ]]; then
   # One fabric of $2 ranks: (when $4 is not '-') a calibration on all its hosts
@@ -54,15 +92,6 @@ if [[ ${1-} == --inside ]]; then
     "$F" shape "$P" off
     run "$n" --calibrate --params-out "$calibrate.$1" --fragment-ns "${FRAGMENT_NS:-0}" \
       ${BYTE_NS:+--byte-ns "$BYTE_NS"} >&2
-  }
-  iterations_of() {  # SIZES -> the count per size
-    local s v out=
-    for s in ${1//,/ }; do
-      v=$(numfmt --from=iec "${s^^}")
-      if ((v <= 4096)); then v=$((ITERATIONS * 10)); elif ((v <= 65536)); then v=$((ITERATIONS * 3)); else v=$ITERATIONS; fi
-      out+=${out:+,}$v
-    done
-    echo "$out"
   }
   calibrate before
   shapes=off
@@ -93,6 +122,7 @@ export SIZES=${SIZES:-1,1k,64k,1m,16m} SHAPED_SIZES=${SHAPED_SIZES:-1,1k,64k,1m}
 export ALGORITHMS=${ALGORITHMS:-two_stage,linear,chain,fragmented_chain,binary,binomial,knomial,split_binary,scatter_allgather,fibo_tree}
 export ITERATIONS=${ITERATIONS:-20} WARMUP=${WARMUP:-2} ROUNDS=${ROUNDS:-5}
 TABLE_MARGIN=${TABLE_MARGIN:-0}
+export NODES=${NODES-4x2} NODE_ALGORITHMS=${NODE_ALGORITHMS:-two_stage,binomial,linear}
 # UCX over TCP: its shared-memory transports would cross the namespaces of one host.
 export UCX_TLS=tcp
 read -r -a ranks <<<"${RANKS:-2 4 8}"
@@ -162,9 +192,19 @@ for n in "${ranks_measured[@]}"; do
   cat "$tmp/bench_$n.csv" >>"$tmp/bench.csv"
   [[ $cal == - ]] || median_params "$(params_of "$n")" "$cal.before" "$cal".round.* "$cal.after"
 done
+node_hosts=${NODES%x*} node_per=${NODES#*x}
+if [[ -n $NODES && -z ${BENCH-} ]]; then
+  echo "validate_sim: node-aware, $node_hosts hosts x $node_per ranks" >&2
+  "$repo/tests/support/netns_run.sh" - "$node_hosts" -- "$0" --inside-node "$node_hosts" \
+    "$node_per" "$bin" >>"$tmp/bench.csv"
+fi
 for n in "${ranks[@]}"; do
   [[ -s $(params_of "$n") ]] || { echo "validate_sim: no parameter file $(params_of "$n")" >&2; exit 1; }
 done
+if [[ -n $NODES && ! -s $(params_of $((node_hosts * node_per))) ]]; then
+  echo "validate_sim: NODES=$NODES needs the parameter file of $((node_hosts * node_per)) ranks" >&2
+  exit 1
+fi
 bench=${BENCH:-$out/validate-bench-$day.csv}
 if [[ -z ${BENCH-} ]]; then
   {
@@ -201,6 +241,26 @@ for n in "${ranks[@]}"; do
     sed -e "s/^ibbcast sim: /validate_sim: $shape, $n ranks: /" "$tmp/table" >&2
   done
 done
+
+# Node-aware: each shape's cells under the parameter file of as many ranks (every rank of every
+# host shares this machine's cores, as in the flat sweep).
+if [[ -n $NODES ]]; then
+  n=$((node_hosts * node_per))
+  for shape in off ${RATE}mbit; do
+    [[ $RATE == 0 && $shape != off ]] && continue
+    p=$(params_of "$n") sizes=$SIZES
+    if [[ $shape != off ]]; then
+      p=$tmp/params-node-shaped.txt sizes=$SHAPED_SIZES
+      sed -e "s/^link.mbit = .*/link.mbit = $RATE/" "$(params_of "$n")" >"$p"
+      printf 'link.burst_bytes = 32768\nlink.idle_us = 200\nlink.previous_broadcasts = 2\n' >>"$p"
+    fi
+    for s in ${sizes//,/ }; do
+      "$bin" sim --ranks "$n" --ranks-per-node "$node_per" --algorithms "$NODE_ALGORITHMS" \
+        --size "$s" --fragment-size "$FRAGMENT" --params "$p" |
+        awk -v sh="$shape-$NODES" -F, '$1 != "algorithm" { print sh "," $0 }' >>"$tmp/sim.csv"
+    done
+  done
+fi
 
 python3 "$repo/scripts/validate_sim_compare.py" "$bench" "$tmp/sim.csv" \
   "$out/validate-sim-$day.csv" "$out/validate-sim-$day.svg" \

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -26,9 +27,9 @@ Status enter_netns(const std::string& name) {
   return Status::ok();
 }
 
-Status enter_rank_netns(const std::string& prefix, uint32_t rank) {
+Status enter_rank_netns(const std::string& prefix, uint32_t rank, uint32_t ranks_per_host) {
   if (prefix.empty()) return Status::ok();
-  return enter_netns(prefix + "-h" + std::to_string(rank));
+  return enter_netns(prefix + "-h" + std::to_string(rank / std::max<uint32_t>(ranks_per_host, 1)));
 }
 
 }  // namespace ibbcast

@@ -15,9 +15,10 @@ namespace ibbcast {
 /// moves: call it before starting threads. kNoResource/kUnsupported with errno text.
 Status enter_netns(const std::string& name);
 
-/// The namespace fabric's host of `rank`: enter_netns(<prefix>-h<rank>), the
-/// bootstrap knob netns_prefix (IBBCAST_NETNS_PREFIX). ok at once when
-/// `prefix` is empty.
-Status enter_rank_netns(const std::string& prefix, uint32_t rank);
+/// The namespace fabric's host of `rank`: enter_netns(<prefix>-h<rank / ranks_per_host>),
+/// the bootstrap knobs netns_prefix and netns_ranks_per_host (IBBCAST_NETNS_PREFIX,
+/// IBBCAST_NETNS_RANKS_PER_HOST: several ranks per host make nodes of them, as node-aware
+/// groups see nodes). ok at once when `prefix` is empty.
+Status enter_rank_netns(const std::string& prefix, uint32_t rank, uint32_t ranks_per_host = 1);
 
 }  // namespace ibbcast

@@ -17,7 +17,7 @@ Status parse_kind(BootstrapConfig& c, std::string_view t) {
   return Status::ok();
 }
 
-const std::array<ConfigField<BootstrapConfig>, 7> kTable = {{
+const std::array<ConfigField<BootstrapConfig>, 8> kTable = {{
     {"bootstrap", "auto",
      "auto (PMIx under mpirun/srun, else TCP if bootstrap_root is set), pmix, tcp", parse_kind,
      [](const BootstrapConfig& c) { return c.kind; }},
@@ -39,6 +39,10 @@ const std::array<ConfigField<BootstrapConfig>, 7> kTable = {{
         "netns_prefix", "",
         "namespace fabric (tests/support/netns_fabric.sh): once connected, rank r moves into "
         "network namespace <prefix>-h<r>; for ranks a launcher starts outside the namespaces"),
+    ranged_uint_field<&BootstrapConfig::netns_ranks_per_host, 1, 4096>(
+        "netns_ranks_per_host", "1",
+        "with netns_prefix: ranks per namespace host, rank r in <prefix>-h<r / this> (nodes of "
+        "several ranks for node-aware groups)"),
 }};
 
 }  // namespace

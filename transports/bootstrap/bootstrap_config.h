@@ -27,6 +27,8 @@ struct BootstrapConfig {
   /// When set, rank r enters network namespace <prefix>-h<r> once connected
   /// (enter_rank_netns): its bootstrap connection stays where it was made.
   std::string netns_prefix;
+  /// With netns_prefix: ranks k r .. k r + k - 1 share host r's namespace (k this).
+  uint32_t netns_ranks_per_host = 1;
 };
 
 std::span<const ConfigField<BootstrapConfig>> bootstrap_config_table();

@@ -48,7 +48,8 @@ Result<std::unique_ptr<Bootstrap>> connect_bootstrap(const BootstrapConfig& cfg)
 Result<std::unique_ptr<Bootstrap>> make_bootstrap(const BootstrapConfig& cfg) {
   auto boot = connect_bootstrap(cfg);
   if (!boot || cfg.netns_prefix.empty()) return boot;
-  IBBCAST_RETURN_IF_ERROR(enter_rank_netns(cfg.netns_prefix, (*boot)->rank()));
+  IBBCAST_RETURN_IF_ERROR(
+      enter_rank_netns(cfg.netns_prefix, (*boot)->rank(), cfg.netns_ranks_per_host));
   return boot;
 }
 
