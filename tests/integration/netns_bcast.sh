@@ -7,6 +7,8 @@
 # Usage: netns_bcast.sh IBBCAST SCENARIO [RANKS]
 #   SCENARIO: clean | loss5 | loss30 | loss100 | partition | dup | ipv6 | kill | shared | nojoin | decorator
 #             | cut | cut_large
+#             nodes (2 ranks per host, IBBCAST_NETNS_RANKS_PER_HOST: node-aware groups by
+#               default, 5 % of the leaders' datagrams lost)
 #             late (rank LATE_RANK enters the last broadcast LATE late — LATE_HOW sleep, busy or
 #               stop (SIGSTOP, then SIGCONT) — while the others finish it and destroy their groups;
 #               one group per algorithm, all rooted at LATE_ROOT; no timeout: every byte arrives)
@@ -44,6 +46,9 @@ case $scenario in
     runopt="--faults drop=20%,corrupt=5%,dup=5%,truncate=2%" ;;
   nojoin)  # host 3 may join no group (IGMP membership limit 0): all ranks fall back together
     fault='ip netns exec "$IBBCAST_NETNS_PREFIX-h3" sysctl -qw net.ipv4.igmp_max_memberships=0' ;;
+  nodes)  # hosts of 2 ranks each: node-aware (auto), the leaders' ring repairs the loss
+    fault='"$IBBCAST_NETNS_FABRIC" loss "$IBBCAST_NETNS_PREFIX" 5'
+    hosts=$((ranks / 2)) timeout_env+=" -x IBBCAST_NETNS_RANKS_PER_HOST=2" ;;
   shared)  # two groups on one fixed address and port (or MAC), both busy at once
     runopt="--groups 2 --udp-group udp4:239.255.77.7:47007 --dpdk-group dpdk:03:1b:bc:77:77:07" ;;
   forge)  # one more host, not a rank, replays/alters/forges the group's datagrams at 20k/s
@@ -192,6 +197,12 @@ case $scenario in
     uni=$(sed -n 's/^multicast=[0-9]* unicast=\([0-9]*\)$/\1/p' "$out")
     expect '[[ ${uni:-0} -gt 0 ]]' ;;
   shared) expect '[[ $useful -gt 0 && $foreign -gt 0 ]]' ;;
+  nodes)
+    expect '[[ $useful -gt 0 && $repaired -gt 0 ]]'
+    # Rank r on host r / 2: the leaders are the even ranks.
+    leaders=$(seq -s, 0 2 $((ranks - 1)))
+    grep -q "^node-aware: $((ranks / 2)) nodes, leaders (multicast and ring) ranks $leaders\$" "$out" ||
+      { echo "FAIL: not node-aware with leaders $leaders"; exit 1; } ;;
   forge)
     # Every rank's bytes were checked (PASS above); the attack really ran and
     # its frames were rejected by reason, before reaching any buffer.
