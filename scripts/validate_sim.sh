@@ -9,7 +9,9 @@
 #                                  ranks 0 and 1 (0-2; all N for the fixed cost, when N > 3)
 #                                  on the N-rank fabric before the sweep,
 #                                  between the unshaped sweep's rounds (bench
-#                                  --calibrate-rounds) and after it
+#                                  --calibrate-rounds) and after it; the file of H x K ranks
+#                                  (NODES) also the fixed cost of a rank its node's segment
+#                                  serves, measured on the node-aware fabric
 #   OUT/validate-bench-DATE.csv    the bench rows, with the link shape (node-aware groups:
 #                                  the shape with -HxK, H hosts of K ranks each)
 #   OUT/validate-sim-DATE.csv      measured against predicted, one row per cell
@@ -50,10 +52,20 @@ iterations_of() {  # SIZES -> the count per size
 
 if [[ ${1-} == --inside-node ]]; then
   # A fabric of $2 hosts with $3 ranks each: node-aware groups, the bench rows per shape, each
-  # prefixed by the shape and the layout.
-  hosts=$2 per=$3 bin=$4
+  # prefixed by the shape and the layout; before them (when $5 is not '-') the fixed cost of a
+  # rank its node's segment serves, into $5: a 1-byte node-aware linear broadcast on one host
+  # of two ranks, rank 1's per-node median (the root's group of one leader sends nothing).
+  hosts=$2 per=$3 bin=$4 hop=$5
   F=$IBBCAST_NETNS_FABRIC P=$IBBCAST_NETNS_PREFIX
   "$F" mtu "$P" "$MTU"
+  if [[ $hop != - ]]; then
+    IBBCAST_NETNS_RANKS_PER_HOST=2 timeout 600 mpirun --allow-run-as-root --oversubscribe \
+      -np 2 -x IBBCAST_NETNS_PREFIX -x IBBCAST_NETNS_RANKS_PER_HOST -x UCX_TLS \
+      "$bin" bench --udp-interface eth0 --node-aware on --algorithms linear --sizes 1 \
+      --iterations $((ITERATIONS * 10)) --warmup "$WARMUP" --rounds "$ROUNDS" |
+      awk -F, '$6 == "per_node" && $7 == 1 { print $8 }' >"$hop"
+    [[ -s $hop ]] || { echo "validate_sim: no node hop measured" >&2; exit 1; }
+  fi
   shapes=off
   ((RATE > 0)) && shapes="off ${RATE}mbit"
   for shape in $shapes; do
@@ -195,8 +207,19 @@ done
 node_hosts=${NODES%x*} node_per=${NODES#*x}
 if [[ -n $NODES && -z ${BENCH-} ]]; then
   echo "validate_sim: node-aware, $node_hosts hosts x $node_per ranks" >&2
+  hop=-
+  [[ -z ${PARAMS-} ]] && hop=$tmp/node_hop
   "$repo/tests/support/netns_run.sh" - "$node_hosts" -- "$0" --inside-node "$node_hosts" \
-    "$node_per" "$bin" >>"$tmp/bench.csv"
+    "$node_per" "$bin" "$hop" >>"$tmp/bench.csv"
+  # The node cells' parameter file is the flat one of as many ranks (whose cells never read
+  # engine.bcast_node_us), with the hop.
+  if [[ $hop != - ]]; then
+    p=$(params_of $((node_hosts * node_per)))
+    us=$(cat "$hop")
+    echo "validate_sim: node hop (one host of 2 ranks, 1-byte linear, rank 1): $us us" >&2
+    sed -i -e "/^# values: /i # engine.bcast_node_us: a 1-byte node-aware linear broadcast on one host of 2 ranks, per-node method, rank 1: $us us, between the flat sweeps and the node-aware one" "$p"
+    echo "engine.bcast_node_us = $us" >>"$p"
+  fi
 fi
 for n in "${ranks[@]}"; do
   [[ -s $(params_of "$n") ]] || { echo "validate_sim: no parameter file $(params_of "$n")" >&2; exit 1; }

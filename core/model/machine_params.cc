@@ -49,6 +49,7 @@ constexpr Field kFields[] = {
     {"multicast.call_us", nullptr, &MulticastCost::call, nullptr},
     {"engine.bcast_us", &MachineCosts::bcast_us, nullptr, nullptr},
     {"engine.bcast_datagram_us", &MachineCosts::bcast_datagram_us, nullptr, nullptr},
+    {"engine.bcast_node_us", &MachineCosts::bcast_node_us, nullptr, nullptr},
     {"engine.bcast_wake_share", &MachineCosts::bcast_wake_share, nullptr, nullptr},
     {"engine.bcast_cpu_share", &MachineCosts::bcast_cpu_share, nullptr, nullptr},
     {"engine.run_bytes", &MachineCosts::run_bytes, nullptr, nullptr},
@@ -89,7 +90,8 @@ std::string format_model_params(const ModelParams& p, std::string_view comment) 
   ModelParams copy = p;
   char line[128];
   for (const Field& f : kFields) {
-    if (*slot(copy, f) < 0) continue;  // unset (bcast_datagram_us): the default stands
+    // Unset (bcast_datagram_us, bcast_node_us): the default stands.
+    if (*slot(copy, f) < 0) continue;
     std::snprintf(line, sizeof line, "%s = %.6g\n", f.key, *slot(copy, f));
     out += line;
   }

@@ -77,6 +77,11 @@ struct MachineCosts {
   /// idle, whose wake-up and hand-off it does not pay). Negative (a file without the key):
   /// bcast_us.
   double bcast_datagram_us = -1;
+  /// The fixed cost of a rank a node-aware group serves from its node's segment (it never
+  /// touches the fabric; its wake-up by the segment's futex included): a 1-byte node-aware
+  /// broadcast on one node of two ranks, rank 1. Negative (a file without the key): that of a
+  /// datagram's receiver (bcast_datagram_us, else bcast_us).
+  double bcast_node_us = -1;
   /// The part of bcast_us paid before a rank takes its first message (its wake-up), in [0, 1];
   /// the rest is paid once it has handed on its last forward (its return).
   double bcast_wake_share = 0;
@@ -135,15 +140,17 @@ struct ModelParams {
 ///   multicast.o_s_us multicast.o_r_us multicast.L_us multicast.G_us_per_byte
 ///   multicast.recv_G_us_per_byte multicast.call_us
 ///   reliable.send_cpu_us_per_byte reliable.recv_cpu_us_per_byte
-///   engine.bcast_us engine.bcast_datagram_us engine.bcast_wake_share engine.bcast_cpu_share
+///   engine.bcast_us engine.bcast_datagram_us engine.bcast_node_us engine.bcast_wake_share
+///   engine.bcast_cpu_share
 ///   engine.run_bytes
 ///   engine.run_min_bytes
 ///   engine.fragment_us engine.byte_us
 ///   cpu.cores cpu.sharing (first_come or fair)
 ///   link.mbit link.burst_bytes link.idle_us link.previous_broadcasts
 /// A key left out keeps its default (LogGP's defaults, bcast_cpu_share 1, bcast_datagram_us
-/// that of bcast_us, sharing first_come, the rest 0); format_model_params writes
-/// engine.bcast_datagram_us only when set.
+/// that of bcast_us, bcast_node_us that of a datagram's receiver, sharing first_come, the
+/// rest 0); format_model_params writes engine.bcast_datagram_us and bcast_node_us only when
+/// set.
 /// `comment` (lines without the '#') heads the file: where and how the values were measured.
 std::string format_model_params(const ModelParams& p, std::string_view comment);
 

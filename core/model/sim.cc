@@ -839,6 +839,14 @@ class Sim {
     return used_channel || mc.bcast_datagram_us < 0 ? mc.bcast_us : mc.bcast_datagram_us;
   }
 
+  /// Rank r's fixed cost: a rank of a node-aware group that is not its node's leader is
+  /// served from the segment, at engine.bcast_node_us where calibrated.
+  double fixed_cost_of(uint32_t r) const {
+    const MachineCosts& mc = sp_.machine;
+    if (ppn_ > 1 && r >= leaders_ && mc.bcast_node_us >= 0) return mc.bcast_node_us;
+    return fixed_cost(used_channel_[r]);
+  }
+
   bool owns(uint32_t r, uint32_t k) const {
     return (owned_[uint64_t{r} * words_ + k / 64] >> (k % 64)) & 1;
   }
@@ -901,7 +909,7 @@ class Sim {
 
   /// Rank x (not a leader) copies out of its node's segment what is there at t beyond what it
   /// has (its thread, engine.byte_us per byte); the first copy pays its wake-up's share of
-  /// the fixed cost, as a datagram's receiver does.
+  /// its fixed cost (fixed_cost_of), as a datagram's receiver does.
   void copy_out(uint32_t x, double t) {
     const uint32_t from = claimed_[x], to = appended_[node_of(x)];
     if (!entered_[x] || to <= from) return;
@@ -913,7 +921,7 @@ class Sim {
     double d = static_cast<double>(m) * mc.byte_us, idle = 0;
     if (machine_mode_ && !woken_[x]) {
       woken_[x] = 1;
-      const double wake = fixed_cost(false) * mc.bcast_wake_share;
+      const double wake = fixed_cost_of(x) * mc.bcast_wake_share;
       woke_[x] = wake;
       d += wake;
       idle = wake * (1 - mc.bcast_cpu_share);
@@ -936,7 +944,7 @@ class Sim {
   /// its thread is through and it has paid the rest of its fixed cost (the share of its
   /// wake-up went with its first message, take()) on a core.
   void finish_rank(uint32_t r, double t) {
-    const double b = std::max(0.0, fixed_cost(used_channel_[r]) - woke_[r]);
+    const double b = std::max(0.0, fixed_cost_of(r) - woke_[r]);
     if (fair_) {
       const double cpu = b * sp_.machine.bcast_cpu_share;
       submit(r, Work{.ready = t, .cpu_a = cpu, .wait1 = b - cpu, .job = Job::kFinish});

@@ -563,6 +563,24 @@ TEST(MachineSim, NodeAwareCopiesOverlapTheFabric) {
   EXPECT_NEAR(r->done[3], r->done[1] + one, 1e-9);
 }
 
+TEST(MachineSim, NodeAwareLocalsPayTheNodesFixedCost) {
+  // The same two nodes of two: a rank served from its node's segment pays engine.bcast_node_us
+  // (its wake-up's share before its copy, the rest after it), not a datagram receiver's cost.
+  SimParams sp = base(Algorithm::kLinear, 4, 1000);
+  sp.ranks_per_node = 2;
+  sp.machine.bcast_us = 10;
+  sp.machine.bcast_datagram_us = 2;
+  sp.machine.bcast_wake_share = 0.25;
+  auto without = simulate(sp);
+  sp.machine.bcast_node_us = 30;
+  auto with = simulate(sp);
+  ASSERT_TRUE(without.is_ok() && with.is_ok());
+  // The leaders' times do not move; node 1's other rank (rank 3) copies a 30 * 0.25 wake-up
+  // later than with the datagram receiver's 2 * 0.25, and returns 30 * 0.75 after its copy.
+  EXPECT_DOUBLE_EQ(with->done[1], without->done[1]);
+  EXPECT_DOUBLE_EQ(with->done[3] - without->done[3], (30 - 2) * 0.25 + (30 - 2) * 0.75);
+}
+
 TEST(MachineSim, NodeAwareNeedsWholeNodes) {
   SimParams sp = base(Algorithm::kLinear, 6, 1000);
   sp.ranks_per_node = 4;
@@ -615,6 +633,12 @@ TEST(MachineParams, RoundTrip) {
   auto d = parse_model_params(format_model_params(p, ""));
   ASSERT_TRUE(d.is_ok());
   EXPECT_DOUBLE_EQ(d->machine.bcast_datagram_us, 6.25);
+  EXPECT_LT(d->machine.bcast_node_us, 0);
+  EXPECT_EQ(format_model_params(p, "").find("bcast_node_us"), std::string::npos);
+  p.machine.bcast_node_us = 41.5;
+  auto n = parse_model_params(format_model_params(p, ""));
+  ASSERT_TRUE(n.is_ok());
+  EXPECT_DOUBLE_EQ(n->machine.bcast_node_us, 41.5);
   EXPECT_DOUBLE_EQ(q->machine.bcast_cpu_share, 0.5);
   EXPECT_DOUBLE_EQ(q->machine.fragment_us, 0.042);
   EXPECT_DOUBLE_EQ(q->machine.run_bytes, 262144);
