@@ -63,7 +63,7 @@ if [[ ${1-} == --inside-node ]]; then
       -np 2 -x IBBCAST_NETNS_PREFIX -x IBBCAST_NETNS_RANKS_PER_HOST -x UCX_TLS \
       "$bin" bench --udp-interface eth0 --node-aware on --algorithms linear --sizes 1 \
       --iterations $((ITERATIONS * 10)) --warmup "$WARMUP" --rounds "$ROUNDS" |
-      awk -F, '$6 == "per_node" && $7 == 1 { print $8 }' >"$hop"
+      awk -F, '$5 == "per_node" && $6 == 1 { print $7 }' >"$hop"
     [[ -s $hop ]] || { echo "validate_sim: no node hop measured" >&2; exit 1; }
   fi
   shapes=off
