@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <queue>
 #include <string>
@@ -649,7 +650,12 @@ class Sim {
   /// l's soonest flows are through: each ends, and the next of its key's queue starts.
   void link_done(Link& l, bool up, uint32_t owner) {
     settle(l);
-    const double slack = 1e-6;  // bytes: rounding in the shares
+    // Bytes the shares' rounding leaves: a micro-byte, or what the link passes in a few of
+    // the clock's steps at this time, whichever is more (late in a long run a step of the
+    // clock carries more than a micro-byte on a fast link, and a flow left with less than
+    // one step's bytes could never end).
+    const double step = 4 * std::numeric_limits<double>::epsilon() * std::max(1.0, now_);
+    const double slack = std::max(1e-6, step * sp_.machine.link_mbit / 8.0);
     ended_.clear();
     for (std::size_t i = 0; i < l.active.size();) {
       if (l.active[i].left > slack) {

@@ -510,6 +510,19 @@ TEST(MachineSim, LossIsRepairedByTheRing) {
   EXPECT_EQ(r->repaired, 3u * 8);
 }
 
+TEST(MachineSim, FastLinksLateInTheRunStillFinish) {
+  // A link's flows end within the bytes a step of the clock can still tell apart: at 200
+  // Gbit/s, 1.5 s into a run (a chain of a million ranks) that is more than a micro-byte,
+  // and a slack of a fixed micro-byte re-armed the link at the same instant for ever.
+  SimParams sp = base(Algorithm::kLinear, 2, 1024);
+  sp.machine.link_mbit = 200000;
+  sp.in.root_delay = 1.5e6;
+  auto r = simulate(sp);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const LogGP& g = sp.model;
+  EXPECT_NEAR(r->last, 1.5e6 + g.o + 1023 * g.G + g.L + g.o, 1e-3);
+}
+
 TEST(MachineSim, NodeAwareRanksCopyOutOfTheLeadersSegment) {
   // 2 nodes x 2 ranks, linear among the leaders (ranks 0 and 1; the others 2 on node 0, 3 on
   // node 1). Each byte costs 0.01 us to take, to write to the segment and to copy out.
