@@ -200,7 +200,7 @@ PY
 # with the cost); prints it and the simulator's time without the key.
 fit_node_us() {  # PARAMS N MEASURED
   python3 - "$bin" "$FRAGMENT" "$@" <<'PY'
-import os, subprocess, sys, tempfile
+import subprocess, sys, tempfile
 bin, frag, params, n, target = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
 base = [l for l in open(params).read().splitlines() if not l.startswith("engine.bcast_node_us")]
 def last(x):
@@ -244,9 +244,10 @@ if [[ -n $NODES && -z ${BENCH-} ]]; then
   if [[ $hop != - ]]; then
     n=$((node_hosts * node_per))
     p=$(params_of "$n")
-    read -r us sim0 < <(fit_node_us "$p" "$n" "$(cat "$hop")")
-    echo "validate_sim: node step ($n ranks on one host, 1-byte linear, slowest rank): $(cat "$hop") us: engine.bcast_node_us $us" >&2
-    sed -i -e "/^# values: /i # engine.bcast_node_us: fitted to a 1-byte node-aware linear broadcast of all $n ranks on one host, per-node method, the slowest rank: $(cat "$hop") us (the simulator's with a datagram receiver's cost: $sim0 us), between the flat sweeps and the node-aware one" "$p"
+    measured=$(cat "$hop")
+    read -r us sim0 < <(fit_node_us "$p" "$n" "$measured")
+    echo "validate_sim: node step ($n ranks on one host, 1-byte linear, slowest rank): $measured us: engine.bcast_node_us $us" >&2
+    sed -i -e "/^# values: /i # engine.bcast_node_us: fitted to a 1-byte node-aware linear broadcast of all $n ranks on one host, per-node method, the slowest rank: $measured us (the simulator's with a datagram receiver's cost: $sim0 us), between the flat sweeps and the node-aware one" "$p"
     echo "engine.bcast_node_us = $us" >>"$p"
   fi
 fi

@@ -78,9 +78,10 @@ struct MachineCosts {
   /// bcast_us.
   double bcast_datagram_us = -1;
   /// The fixed cost of a rank a node-aware group serves from its node's segment (it never
-  /// touches the fabric; its wake-up by the segment's futex included): a 1-byte node-aware
-  /// broadcast on one node of two ranks, rank 1. Negative (a file without the key): that of a
-  /// datagram's receiver (bcast_datagram_us, else bcast_us).
+  /// touches the fabric; its wake-up by the segment's futex included), fitted by
+  /// scripts/validate_sim.sh to a 1-byte node-aware broadcast of every rank on one host.
+  /// Negative (a file without the key): that of a datagram's receiver (bcast_datagram_us,
+  /// else bcast_us).
   double bcast_node_us = -1;
   /// The part of bcast_us paid before a rank takes its first message (its wake-up), in [0, 1];
   /// the rest is paid once it has handed on its last forward (its return).
