@@ -172,10 +172,14 @@ Status Pinger::measure_rtt(Bootstrap& boot, uint32_t root, uint32_t target,
 
 std::function<void()> Pinger::nap(Group& g) {
   Group::Impl& impl = g.impl();
-  if (impl.node_aware() || ch_.event_fd() < 0) {
+  if (ch_.event_fd() < 0) {
     return [&impl] { (void)impl.progress(false, Nanos(0)); };
   }
   return [this, &impl] {
+    if (impl.waits_on_segment()) {
+      (void)impl.progress(false, Nanos(0));
+      return;
+    }
     if (ch_.arm().code() == Errc::kAgain) return;  // a ping is there: no nap
     impl.set_extra_wake_fd(ch_.event_fd());
     (void)impl.progress(true, std::chrono::milliseconds(1));

@@ -59,8 +59,8 @@ class Pinger {
   /// An `idle` for wait() and measure_rtt() that sleeps: runs `g` once and,
   /// when neither it nor this channel has anything, naps until either has (1
   /// ms at most). Spinning there, the root took a core from the ranks it
-  /// measured (8 on 2 cores here). A node-aware group's members also wait on
-  /// their node's segment, which no descriptor shows: for them it only polls.
+  /// measured (8 on 2 cores here). A node-aware broadcast that waits on its
+  /// node's segment, which no descriptor shows, is polled instead.
   std::function<void()> nap(Group& g);
   /// The same for this channel alone (no group): naps on its descriptor, 1 ms at most.
   std::function<void()> nap();

@@ -79,6 +79,12 @@ class [[gnu::visibility("hidden")]] Group::Impl {
     extra_wake_fd_ = fd;
   }
 
+  /// A node-aware broadcast of this rank waits for its node's segment (bytes
+  /// to copy, room in the ring, or an earlier broadcast of the node), which no
+  /// descriptor shows: a caller that sleeps on the group's descriptors must
+  /// poll meanwhile. False while only the fabric's events are awaited.
+  bool waits_on_segment() const;
+
   /// How often this rank slept waiting for an event (a check that a waiting
   /// rank sleeps rather than spins: it grows with events, not with time).
   uint64_t naps() const {

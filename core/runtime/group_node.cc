@@ -349,6 +349,27 @@ void Group::Impl::advance_step(uint64_t id, NodeOp& op, bool block) {
   op.step = NodeOp::Step::kDone;
 }
 
+bool Group::Impl::waits_on_segment() const {
+  for (const auto& [id, op] : node_ops_) {
+    switch (op.step) {
+      case NodeOp::Step::kWrite:
+      case NodeOp::Step::kRead:
+      case NodeOp::Step::kReadThenPost:
+      case NodeOp::Step::kWriteRest:
+        return true;
+      case NodeOp::Step::kEngineThenWrite:
+        // Fragments at hand that the ring had no room for.
+        if (engine_->ready_bytes(op.engine_op) > op.copied) return true;
+        break;
+      case NodeOp::Step::kPost:  // waits for an earlier op, itself counted here
+      case NodeOp::Step::kEngine:
+      case NodeOp::Step::kDone:
+        break;
+    }
+  }
+  return false;
+}
+
 Result<bool> Group::Impl::node_test(uint64_t request) {
   auto it = node_ops_.find(request);
   if (it == node_ops_.end())

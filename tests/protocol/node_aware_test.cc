@@ -137,5 +137,59 @@ TEST(NodeAware, PostingDoesNotWaitForEarlierBroadcasts) {
   }
 }
 
+// What a caller that sleeps on the group's descriptors must know (`ibbcast
+// bench` waiting for a pong): a rank whose broadcast waits for its node's
+// segment (bytes to copy, room in the ring) says so, one that waits only for
+// the fabric does not, so it may sleep instead of spinning.
+TEST(NodeAware, SaysWhenItWaitsOnTheNodeAndNotOnTheFabric) {
+  RankSetup setup;
+  setup.ranks = 4;
+  setup.ranks_per_node = 2;
+  setup.config.node_aware = NodeAware::kOn;
+  setup.config.node_buffer = 64 << 10;
+  setup.config.algorithm = Algorithm::kTwoStage;
+  const std::size_t n = 1 << 20;  // 16 times the node's ring
+  const auto want = pattern(n, 77);
+  std::atomic<int> posted{0};
+  std::atomic<bool> copy{false};
+  std::vector<std::string> said(setup.ranks);
+  auto results = run_ranks(setup, [&](uint32_t r, Group& g, loopback::Fabric&) -> Status {
+    auto says = [&](const char* when, bool want_waits) {
+      if (g.impl().waits_on_segment() != want_waits)
+        said[r] += std::string(" ") + when + (want_waits ? ": no" : ": yes");
+    };
+    const Nanos until = monotonic_now() + kHangBound;
+    auto await = [&](auto done) {
+      while (!done() && monotonic_now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    };
+    std::vector<std::byte> buf = r == 0 ? want : std::vector<std::byte>(n);
+    says("before posting", false);
+    if (r == 0) await([&] { return posted.load() == 3; });
+    auto req = g.ibcast(0, buf.data(), n);
+    if (!req) return req.status();
+    if (r == 0) {
+      // The ring holds 64 KiB of the 1 MiB at hand, and rank 1 copies none yet.
+      IBBCAST_RETURN_IF_ERROR(g.impl().progress(false, Nanos(0)));
+      says("root, ring full", true);
+      copy = true;
+    } else {
+      // Nothing is sent yet: the non-leaders wait for their segment, the
+      // other leader for datagrams.
+      says(r == 2 ? "leader before the root" : "non-leader before the root", r != 2);
+      ++posted;
+      if (r == 1) await([&] { return copy.load(); });
+    }
+    IBBCAST_RETURN_IF_ERROR(g.wait(*req));
+    says("after", false);
+    if (buf != want) said[r] += " wrong bytes";
+    return Status::ok();
+  });
+  for (uint32_t r = 0; r < setup.ranks; ++r) {
+    EXPECT_TRUE(results[r].is_ok()) << "rank " << r << ": " << results[r].to_string();
+    EXPECT_EQ(said[r], "") << "rank " << r;
+  }
+}
+
 }  // namespace
 }  // namespace ibbcast
