@@ -195,32 +195,6 @@ with open(out, "w") as f:
 PY
 }
 
-# engine.bcast_node_us such that `sim --ranks N --ranks-per-node N` (one node, one leader)
-# has its last rank of a 1-byte linear broadcast done at MEASURED (bisection: the time grows
-# with the cost); prints it and the simulator's time without the key.
-fit_node_us() {  # PARAMS N MEASURED
-  python3 - "$bin" "$FRAGMENT" "$@" <<'PY'
-import subprocess, sys, tempfile
-bin, frag, params, n, target = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
-base = [l for l in open(params).read().splitlines() if not l.startswith("engine.bcast_node_us")]
-def last(x):
-    with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
-        f.write("\n".join(base + (["engine.bcast_node_us = %.9g" % x] if x is not None else [])) + "\n")
-        f.flush()
-        out = subprocess.run([bin, "sim", "--ranks", n, "--ranks-per-node", n, "--algorithms",
-                              "linear", "--size", "1", "--fragment-size", frag, "--params", f.name],
-                             capture_output=True, text=True, check=True).stdout.splitlines()
-    return float(out[1].split(",")[out[0].split(",").index("sim_last_us")])
-lo, hi = 0.0, max(target, 1.0)
-while last(hi) < target and hi < 1e7:
-    hi *= 2
-for _ in range(40):
-    mid = (lo + hi) / 2
-    lo, hi = (mid, hi) if last(mid) < target else (lo, mid)
-print("%.6g %.2f" % (hi, last(None)))
-PY
-}
-
 : >"$tmp/bench.csv"
 [[ -n ${BENCH-} ]] && ranks_measured=() || ranks_measured=("${ranks[@]}")
 for n in "${ranks_measured[@]}"; do
@@ -245,7 +219,8 @@ if [[ -n $NODES && -z ${BENCH-} ]]; then
     n=$((node_hosts * node_per))
     p=$(params_of "$n")
     measured=$(cat "$hop")
-    read -r us sim0 < <(fit_node_us "$p" "$n" "$measured")
+    IFS=, read -r us _ sim0 < <("$bin" sim --params "$p" --ranks "$n" --fit-node-us "$measured" | tail -n 1)
+    [[ -n $us ]] || { echo "validate_sim: engine.bcast_node_us not fitted" >&2; exit 1; }
     echo "validate_sim: node step ($n ranks on one host, 1-byte linear, slowest rank): $measured us: engine.bcast_node_us $us" >&2
     sed -i -e "/^# values: /i # engine.bcast_node_us: fitted to a 1-byte node-aware linear broadcast of all $n ranks on one host, per-node method, the slowest rank: $measured us (the simulator's with a datagram receiver's cost: $sim0 us), between the flat sweeps and the node-aware one" "$p"
     echo "engine.bcast_node_us = $us" >>"$p"

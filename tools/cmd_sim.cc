@@ -12,6 +12,7 @@
 
 #include "core/model/calibrate_machine.h"
 #include "core/model/loggp_fit.h"
+#include "core/model/machine_fit.h"
 #include "core/model/machine_params.h"
 #include "core/model/sim.h"
 #include "core/protocol/decide.h"
@@ -360,6 +361,35 @@ int derive_auto(const Args& a, const SimSetup& s) {
   return 0;
 }
 
+// --fit-node-us US: engine.bcast_node_us fitted to a measured 1-byte node-aware linear
+// broadcast of --ranks ranks on one host (the slowest rank; core/model/machine_fit.h), as CSV
+// with the simulator's time at the value and with it unset (a datagram receiver's cost).
+int fit_node(const Args& a, const SimSetup& s) {
+  auto measured = parse_real(option(a, "fit-node-us", ""));
+  if (option(a, "params", "").empty() || s.ranks.size() != 1 || !measured || *measured <= 0) {
+    std::fprintf(stderr,
+                 "ibbcast sim: --fit-node-us US needs a time > 0, --params FILE and one --ranks\n");
+    return 2;
+  }
+  ModelParams params{s.base.model, s.base.machine};
+  params.machine.bcast_node_us = -1;
+  auto unset = one_node_time(params, s.ranks[0]);
+  auto fit =
+      unset ? fit_bcast_node_us(params, s.ranks[0], *measured) : Result<MachineFit>(unset.status());
+  if (!fit) {
+    std::fprintf(stderr, "ibbcast sim: %s\n", fit.status().to_string().c_str());
+    return 2;
+  }
+  params.machine.bcast_node_us = fit->value;
+  auto at = one_node_time(params, s.ranks[0]);
+  if (!at) {
+    std::fprintf(stderr, "ibbcast sim: %s\n", at.status().to_string().c_str());
+    return 2;
+  }
+  std::printf("bcast_node_us,sim_us,sim_unset_us\n%.6g,%.2f,%.2f\n", fit->value, *at, *unset);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_sim(int argc, char** argv) {
@@ -375,6 +405,7 @@ int cmd_sim(int argc, char** argv) {
   }
   const SimSetup& s = *setup;
   if (option(*args, "derive-auto", "") == "1") return derive_auto(*args, s);
+  if (args->options.count("fit-node-us") != 0) return fit_node(*args, s);
   const uint32_t big = *std::max_element(s.ranks.begin(), s.ranks.end());
   std::vector<Row> rows;
   std::map<Algorithm, std::vector<double>> spread;  // per-rank times at the largest group

@@ -111,6 +111,9 @@ constexpr OptionDoc kSimOptions[] = {
      "instead, auto's crossovers and auto_table derived by the simulator from --params, and "
      "auto's pick per size (--sizes) under the default, LogGP-calibrated and derived knobs and "
      "the table (its knob on stderr)"},
+    {"fit-node-us", "US",
+     "instead, engine.bcast_node_us fitted to a measured 1-byte node-aware linear broadcast of "
+     "--ranks ranks on one host, its slowest rank US (needs --params)"},
     {"sizes", "LIST", "with --derive-auto: message sizes (1,1k,64k,1m,16m)"},
     {"margin", "FRACTION",
      "with --derive-auto: move a threshold only where the other side wins by more (0.15)"},

@@ -66,4 +66,29 @@ Result<MachineFit> fit_bcast_us(const ModelParams& p, uint32_t ranks, double mea
   });
 }
 
+Result<double> one_node_time(const ModelParams& p, uint32_t ranks) {
+  SimParams sp;
+  sp.in.algorithm = Algorithm::kLinear;
+  sp.in.p = ranks;
+  sp.in.n = 1;
+  sp.in.fragment_size = 8192;
+  sp.ranks_per_node = ranks;
+  sp.model = p.reliable;
+  sp.machine = p.machine;
+  auto r = simulate(sp);
+  if (!r) return r.status();
+  return *std::max_element(r->done.begin(), r->done.end());
+}
+
+Result<MachineFit> fit_bcast_node_us(const ModelParams& p, uint32_t ranks, double measured) {
+  if (ranks < 2) {
+    return make_error(Errc::kInvalidArgument, "fit_bcast_node_us: needs 2 ranks or more");
+  }
+  return bisect(0, std::max(measured, 0.0), measured, [&](double node_us) {
+    ModelParams q = p;
+    q.machine.bcast_node_us = node_us;
+    return one_node_time(q, ranks);
+  });
+}
+
 }  // namespace ibbcast

@@ -38,4 +38,15 @@ Result<MachineFit> fit_wake_share(const ModelParams& p, double measured);
 /// Clamped to the bounds. Errors (kInvalidArgument): ranks < 2, or what the simulator refuses.
 Result<MachineFit> fit_bcast_us(const ModelParams& p, uint32_t ranks, double measured);
 
+/// The slowest rank's completion, us, in the simulator's 1-byte node-aware linear broadcast
+/// of `ranks` ranks all on one node under `p`: the leader is the root and sends nothing, the
+/// others are served from its segment. Errors: what the simulator refuses.
+Result<double> one_node_time(const ModelParams& p, uint32_t ranks);
+
+/// engine.bcast_node_us in [0, measured] with which one_node_time(p, ranks) is `measured` us:
+/// the node step's fixed cost for a rank its node's segment serves, with as many ranks sharing
+/// the cores as the node-aware cells have. Clamped to the bounds. Errors (kInvalidArgument):
+/// ranks < 2, or what the simulator refuses.
+Result<MachineFit> fit_bcast_node_us(const ModelParams& p, uint32_t ranks, double measured);
+
 }  // namespace ibbcast

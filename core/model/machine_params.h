@@ -78,8 +78,9 @@ struct MachineCosts {
   /// bcast_us.
   double bcast_datagram_us = -1;
   /// The fixed cost of a rank a node-aware group serves from its node's segment (it never
-  /// touches the fabric; its wake-up by the segment's futex included), fitted by
-  /// scripts/validate_sim.sh to a 1-byte node-aware broadcast of every rank on one host.
+  /// touches the fabric; its wake-up by the segment's futex included), fitted
+  /// (fit_bcast_node_us, `ibbcast sim --fit-node-us`) to a 1-byte node-aware broadcast of
+  /// every rank on one host that scripts/validate_sim.sh measures.
   /// Negative (a file without the key): that of a datagram's receiver (bcast_datagram_us,
   /// else bcast_us).
   double bcast_node_us = -1;

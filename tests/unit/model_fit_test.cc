@@ -75,5 +75,39 @@ TEST(MachineFit, WakeShareClampsToItsBounds) {
   EXPECT_LT(high->at_high, 1e6);
 }
 
+TEST(MachineFit, BcastNodeUsFindsTheValueTheTimeWasMadeWith) {
+  ModelParams made = machine();
+  made.machine.bcast_node_us = 40;
+  auto t = one_node_time(made, 8);
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  auto fit = fit_bcast_node_us(machine(), 8, *t);
+  ASSERT_TRUE(fit.is_ok()) << fit.status().to_string();
+  EXPECT_NEAR(fit->value, 40, 0.01);
+  EXPECT_LT(fit->at_low, *t);
+  EXPECT_GT(fit->at_high, *t);
+}
+
+TEST(MachineFit, BcastNodeUsIsTheNodesOwnCost) {
+  // Unset, a rank the segment serves pays a datagram receiver's fixed cost; the fitted value
+  // replaces it, so a node step dearer than that gives a later slowest rank.
+  auto unset = one_node_time(machine(), 8);
+  ASSERT_TRUE(unset.is_ok());
+  auto fit = fit_bcast_node_us(machine(), 8, *unset * 1.5);
+  ASSERT_TRUE(fit.is_ok());
+  ModelParams q = machine();
+  q.machine.bcast_node_us = fit->value;
+  auto t = one_node_time(q, 8);
+  ASSERT_TRUE(t.is_ok());
+  EXPECT_NEAR(*t, *unset * 1.5, 0.01 * *unset);
+}
+
+TEST(MachineFit, BcastNodeUsClampsAndRefusesOneRank) {
+  // A node step of no cost takes no time (the leader is the root and sends nothing).
+  auto fit = fit_bcast_node_us(machine(), 8, 0);
+  ASSERT_TRUE(fit.is_ok());
+  EXPECT_EQ(fit->value, 0);
+  EXPECT_FALSE(fit_bcast_node_us(machine(), 1, 100).is_ok());
+}
+
 }  // namespace
 }  // namespace ibbcast
