@@ -373,19 +373,17 @@ int fit_node(const Args& a, const SimSetup& s) {
   }
   ModelParams params{s.base.model, s.base.machine};
   params.machine.bcast_node_us = -1;
-  auto unset = one_node_time(params, s.ranks[0]);
-  auto fit =
-      unset ? fit_bcast_node_us(params, s.ranks[0], *measured) : Result<MachineFit>(unset.status());
-  if (!fit) {
-    std::fprintf(stderr, "ibbcast sim: %s\n", fit.status().to_string().c_str());
+  const auto failed = [](const Status& st) {
+    std::fprintf(stderr, "ibbcast sim: %s\n", st.to_string().c_str());
     return 2;
-  }
+  };
+  auto unset = one_node_time(params, s.ranks[0]);
+  if (!unset) return failed(unset.status());
+  auto fit = fit_bcast_node_us(params, s.ranks[0], *measured);
+  if (!fit) return failed(fit.status());
   params.machine.bcast_node_us = fit->value;
   auto at = one_node_time(params, s.ranks[0]);
-  if (!at) {
-    std::fprintf(stderr, "ibbcast sim: %s\n", at.status().to_string().c_str());
-    return 2;
-  }
+  if (!at) return failed(at.status());
   std::printf("bcast_node_us,sim_us,sim_unset_us\n%.6g,%.2f,%.2f\n", fit->value, *at, *unset);
   return 0;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "core/model/sim.h"
 
@@ -32,21 +34,31 @@ Result<MachineFit> bisect(double lo, double hi, double measured,
   return fit;
 }
 
-}  // namespace
-
-Result<double> one_byte_time(const ModelParams& p, Algorithm a, uint32_t ranks, uint32_t rank) {
-  if (rank >= ranks)
-    return make_error(Errc::kInvalidArgument, "one_byte_time: rank outside the group");
+/// Every rank's completion, us, in the simulator's 1-byte broadcast of `a` over `ranks` ranks
+/// (`per_node` to a node) under `p`.
+Result<std::vector<double>> one_byte_done(const ModelParams& p, Algorithm a, uint32_t ranks,
+                                          uint32_t per_node) {
   SimParams sp;
   sp.in.algorithm = a;
   sp.in.p = ranks;
   sp.in.n = 1;
   sp.in.fragment_size = 8192;
+  sp.ranks_per_node = per_node;
   sp.model = p.reliable;
   sp.machine = p.machine;
   auto r = simulate(sp);
   if (!r) return r.status();
-  return r->done[rank];
+  return std::move(r->done);
+}
+
+}  // namespace
+
+Result<double> one_byte_time(const ModelParams& p, Algorithm a, uint32_t ranks, uint32_t rank) {
+  if (rank >= ranks)
+    return make_error(Errc::kInvalidArgument, "one_byte_time: rank outside the group");
+  auto done = one_byte_done(p, a, ranks, 1);
+  if (!done) return done.status();
+  return (*done)[rank];
 }
 
 Result<MachineFit> fit_wake_share(const ModelParams& p, double measured) {
@@ -67,17 +79,9 @@ Result<MachineFit> fit_bcast_us(const ModelParams& p, uint32_t ranks, double mea
 }
 
 Result<double> one_node_time(const ModelParams& p, uint32_t ranks) {
-  SimParams sp;
-  sp.in.algorithm = Algorithm::kLinear;
-  sp.in.p = ranks;
-  sp.in.n = 1;
-  sp.in.fragment_size = 8192;
-  sp.ranks_per_node = ranks;
-  sp.model = p.reliable;
-  sp.machine = p.machine;
-  auto r = simulate(sp);
-  if (!r) return r.status();
-  return *std::max_element(r->done.begin(), r->done.end());
+  auto done = one_byte_done(p, Algorithm::kLinear, ranks, ranks);
+  if (!done) return done.status();
+  return *std::max_element(done->begin(), done->end());
 }
 
 Result<MachineFit> fit_bcast_node_us(const ModelParams& p, uint32_t ranks, double measured) {
