@@ -1,10 +1,14 @@
 #include "tools/bench_util.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <thread>
+
+#include "core/runtime/host.h"
 
 namespace ibbcast::tool {
 namespace {
@@ -59,6 +63,9 @@ Status read_plan(const Args& args, BenchPlan& plan) {
   plan.warmup = static_cast<uint32_t>(*wu);
   plan.root = static_cast<uint32_t>(*root);
   plan.per_node = option(args, "max-only", "") != "1";
+  auto clock = per_node_clock(args);
+  if (!clock) return clock.status();
+  plan.clock = *clock;
   const uint32_t fewest = plan.iterations.empty()
                               ? 1
                               : *std::min_element(plan.iterations.begin(), plan.iterations.end());
@@ -200,6 +207,112 @@ double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+void PerNodeSamples::append(const PerNodeSamples& more) {
+  raw.insert(raw.end(), more.raw.begin(), more.raw.end());
+  rtt.insert(rtt.end(), more.rtt.begin(), more.rtt.end());
+}
+
+double PerNodeSamples::time_us() const {
+  return median(raw) - (rtt.empty() ? 0.0 : median(rtt) / 2);
+}
+
+Result<PerNodeClock> per_node_clock(const Args& args) {
+  const std::string v = option(args, "per-node-clock", "auto");
+  if (v == "auto") return PerNodeClock::kAuto;
+  if (v == "round-trip") return PerNodeClock::kRoundTrip;
+  if (v == "one") return PerNodeClock::kOne;
+  return make_error(Errc::kInvalidArgument,
+                    "bench: --per-node-clock takes auto, round-trip or one, got '" + v + "'");
+}
+
+Result<bool> per_node_on_one_clock(Bootstrap& boot, PerNodeClock how) {
+  if (how == PerNodeClock::kRoundTrip) return false;
+  const uint64_t clock = clock_key();
+  std::vector<uint64_t> clocks(boot.size());
+  IBBCAST_RETURN_IF_ERROR(boot.allgather(std::as_bytes(std::span(&clock, 1)),
+                                         std::as_writable_bytes(std::span(clocks))));
+  const bool shared =
+      std::all_of(clocks.begin(), clocks.end(), [&](uint64_t c) { return c == clocks.front(); });
+  if (how == PerNodeClock::kOne && !shared) {
+    return make_error(Errc::kInvalidArgument,
+                      "bench: --per-node-clock one needs every rank on one clock (one boot, one "
+                      "time namespace); these ranks read several");
+  }
+  return shared;
+}
+
+Status per_node_samples(Bootstrap& boot, Group& g, Pinger& pinger, const PerNodeRun& run,
+                        std::span<std::byte> buf, PerNodeSamples* out,
+                        std::vector<double>* target_cpu) {
+  const uint32_t me = boot.rank();
+  auto on_one = per_node_on_one_clock(boot, run.clock);
+  if (!on_one) return on_one.status();
+  const bool one = *on_one;
+  // The group's own progress, not the application's (Group::progress): that hands the
+  // channel to its helper whenever nothing is pending, and the next broadcast would pay to
+  // take it back on every barrier.
+  auto idle = [&] { (void)g.impl().progress(false, Nanos(0)); };
+  const auto nap = pinger.nap(g);
+  // On one clock: the root's starts and the target's completions, ns.
+  std::vector<double> starts, done;
+  for (uint32_t it = 0; it < run.warmup + run.iterations; ++it) {
+    const bool measured = it >= run.warmup;
+    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
+    if (me != run.root) {
+      const double c0 = cpu_seconds();
+      IBBCAST_RETURN_IF_ERROR(g.bcast(run.root, buf.data(), buf.size()));
+      if (me != run.target) continue;
+      if (measured && one) done.push_back(static_cast<double>(monotonic_now().count()));
+      if (target_cpu != nullptr && measured) target_cpu->push_back((cpu_seconds() - c0) * 1e6);
+      IBBCAST_RETURN_IF_ERROR(pinger.send(run.root));
+      if (one) continue;
+      IBBCAST_RETURN_IF_ERROR(pinger.wait(run.root, nap));
+      IBBCAST_RETURN_IF_ERROR(pinger.send(run.root));
+      continue;
+    }
+    // The root enters last, so the time is the broadcast's, not skew.
+    std::this_thread::sleep_for(run.root_wait);
+    const Nanos t0 = monotonic_now();
+    // The root watches for the pong while its own broadcast runs: a target done before the
+    // root's last send answers then, and a pong read only after bcast returned timed the
+    // root, not the target. On one clock the pong only paces the root, which thus waits
+    // as it does by round trip: asleep, and not in the next barrier before the target.
+    auto req = g.ibcast(run.root, buf.data(), buf.size());
+    if (!req) return req.status();
+    IBBCAST_RETURN_IF_ERROR(pinger.wait(run.target, nap));
+    const Nanos t1 = monotonic_now();
+    IBBCAST_RETURN_IF_ERROR(g.wait(*req));
+    if (one) {
+      if (measured) starts.push_back(static_cast<double>(t0.count()));
+      continue;
+    }
+    const Nanos t2 = monotonic_now();
+    IBBCAST_RETURN_IF_ERROR(pinger.send(run.target));
+    IBBCAST_RETURN_IF_ERROR(pinger.wait(run.target, nap));
+    if (!measured) continue;
+    out->raw.push_back(static_cast<double>((t1 - t0).count()) / 1e3);
+    out->rtt.push_back(static_cast<double>((monotonic_now() - t2).count()) / 1e3);
+  }
+  if (!one) return Status::ok();
+  // The target's completions to the root, in one exchange after the broadcasts.
+  std::vector<double> mine(run.iterations, 0.0), all(run.iterations * boot.size());
+  if (me == run.target) mine = done;
+  IBBCAST_RETURN_IF_ERROR(
+      boot.allgather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))));
+  if (me != run.root) return Status::ok();
+  for (uint32_t i = 0; i < run.iterations; ++i) {
+    out->raw.push_back((all[run.target * run.iterations + i] - starts[i]) / 1e3);
+  }
+  return Status::ok();
 }
 
 Status max_over_ranks(Bootstrap& boot, Group& g, const BenchPlan& plan, uint32_t iterations,

@@ -4,12 +4,20 @@
 
 #include <chrono>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "core/runtime/group.h"
 #include "tools/cli.h"
 
 namespace ibbcast::tool {
+
+/// How the per-node method times a target's completion on the root's clock.
+enum class PerNodeClock {
+  kAuto,       ///< kOne where every rank reads one clock (clock_key), else kRoundTrip
+  kRoundTrip,  ///< the thesis's: until the target's pong, half a round trip taken off
+  kOne,        ///< the target's completion time itself, read on the clock the root reads
+};
 
 struct BenchPlan {
   std::vector<uint64_t> sizes;
@@ -20,6 +28,7 @@ struct BenchPlan {
   uint32_t rounds = 1;   ///< the sweep's passes; each cell's iterations split over them
   bool per_node = true;  ///< --max-only skips the (p-1)-times longer per-node method
   std::chrono::microseconds root_wait{200};  ///< how much later the root enters
+  PerNodeClock clock = PerNodeClock::kAuto;
 };
 
 /// --sizes 1,1k,64k (default 1..16m by powers of 4), --algorithms a,b
@@ -32,12 +41,44 @@ Status read_plan(const Args& args, BenchPlan& plan);
 /// the first rounds taking one more.
 uint32_t round_iterations(const BenchPlan& plan, uint32_t round, std::size_t s);
 
+/// --per-node-clock auto|round-trip|one (auto).
+Result<PerNodeClock> per_node_clock(const Args& args);
+
+/// Whether the per-node method reads one clock under `how`: every rank of `boot` reads the
+/// same CLOCK_MONOTONIC (clock_key). kOne where they do not is refused. Every rank calls it.
+Result<bool> per_node_on_one_clock(Bootstrap& boot, PerNodeClock how);
+
+/// The per-node method's samples of one target (thesis 4.2.1), on the root.
+///
+/// By round trip, each broadcast is timed from its start to the target's pong, and after
+/// each comes one round trip between the two, half whose median is taken off the
+/// broadcasts' median: both from the same minutes. (A block of 21 round trips before each
+/// pass of a cell measured medians of 54-90 us within one minute on a 2-rank fabric here.)
+/// On one clock (namespaces of one machine, ranks of one host) there is nothing to take
+/// off: the target's completion minus the root's start. The pong still paces the root
+/// (without it the root went on to the next barrier while the target still ran, and a
+/// node-aware root's own wait polled: 4 hosts x 2 ranks measured twice as slow).
+struct PerNodeSamples {
+  std::vector<double> raw;  ///< start to pong, or to the target's completion (µs)
+  std::vector<double> rtt;  ///< round trips (µs); none on one clock
+  void append(const PerNodeSamples& more);
+  /// median(raw) - median(rtt) / 2; not positive when most pongs came back sooner than half
+  /// a round trip (noise, no time).
+  double time_us() const;
+};
+
+struct PerNodeRun {
+  uint32_t root = 0, target = 1;
+  uint32_t warmup = 0, iterations = 0;
+  std::chrono::microseconds root_wait{200};  ///< how much later the root enters
+  PerNodeClock clock = PerNodeClock::kAuto;
+};
+
 /// One cell's samples, pooled over the rounds.
 struct CellSamples {
-  explicit CellSamples(uint32_t ranks) : node(ranks), impossible(ranks, 0) {}
-  std::vector<std::vector<double>> node;  ///< per-node samples by target (µs)
-  std::vector<uint32_t> impossible;       ///< by target: sooner than half a round trip
-  std::vector<double> max_us;             ///< max over ranks, per iteration
+  explicit CellSamples(uint32_t ranks) : node(ranks) {}
+  std::vector<PerNodeSamples> node;  ///< by target
+  std::vector<double> max_us;        ///< max over ranks, per iteration
 };
 
 /// One-byte pings on a reliable channel of their own, so the measurement does
@@ -77,6 +118,19 @@ class Pinger {
 };
 
 double median(std::vector<double> v);
+
+/// CPU time of this process (every thread, kernel included), seconds.
+double cpu_seconds();
+
+/// The per-node method: `run.warmup + run.iterations` broadcasts of `buf` in `g` from
+/// run.root, the root entering run.root_wait after the barrier, each timed to run.target's
+/// completion (PerNodeSamples); the measured ones appended to *out on the root. By round
+/// trip, root and target wait asleep (Pinger::nap), for the round trip as for the pong: half
+/// a round trip then holds the one wake-up the pong costs the root. With target_cpu, the
+/// target appends the CPU time of each measured broadcast call (µs). Every rank calls it.
+Status per_node_samples(Bootstrap& boot, Group& g, Pinger& pinger, const PerNodeRun& run,
+                        std::span<std::byte> buf, PerNodeSamples* out,
+                        std::vector<double>* target_cpu = nullptr);
 
 /// Per iteration (`iterations` after the warm-up): a barrier, each rank's time
 /// to completion, the maximum over ranks (allgather); appends every

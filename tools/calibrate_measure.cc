@@ -230,13 +230,6 @@ double copy_us_per_byte() {
   return median(t) / kBytes;
 }
 
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 /// A group over `transport` with the tool's engine knobs and algorithm `a`.
 Result<std::unique_ptr<Group>> group_of(Transport& transport, Bootstrap& boot, const Args& args,
                                         Algorithm a) {
@@ -245,38 +238,16 @@ Result<std::unique_ptr<Group>> group_of(Transport& transport, Bootstrap& boot, c
   return create_group(transport, boot, cfg);
 }
 
-/// Per-node times of 1-byte broadcasts to `target`, appended on rank 0, waiting as `bench`
-/// does: asleep, with the round trip measured the same way. With `target_cpu`, the target
-/// appends its CPU time (every thread, kernel included) in each broadcast call, us.
-Status per_node_times(Group& g, Bootstrap& boot, Pinger& pinger, uint32_t target,
-                      std::vector<double>* samples, std::vector<double>* target_cpu = nullptr) {
+/// Per-node samples of 101 1-byte broadcasts to `target` after 10 unmeasured, on rank 0,
+/// timed as `bench` does (per_node_samples). With `target_cpu`, the target appends its CPU
+/// time in each broadcast call, us.
+Status per_node_times(const Args& args, Group& g, Bootstrap& boot, Pinger& pinger, uint32_t target,
+                      PerNodeSamples* samples, std::vector<double>* target_cpu = nullptr) {
+  auto clock = per_node_clock(args);
+  if (!clock) return clock.status();
   std::byte one{0x42};
-  // Not Group::progress: see cmd_bench.cc.
-  auto idle = [&] { (void)g.impl().progress(false, Nanos(0)); };
-  const auto nap = pinger.nap(g);
-  double rtt = 0;
-  IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, 0, target, nap, &rtt));
-  for (uint32_t it = 0; it < 10 + 101; ++it) {
-    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
-    if (boot.rank() != 0) {
-      const double c0 = cpu_seconds();
-      IBBCAST_RETURN_IF_ERROR(g.bcast(0, &one, 1));
-      if (boot.rank() == target && target_cpu != nullptr && it >= 10)
-        target_cpu->push_back((cpu_seconds() - c0) * 1e6);
-      if (boot.rank() == target) IBBCAST_RETURN_IF_ERROR(pinger.send(0));
-      continue;
-    }
-    // The root enters last, as in the benchmark's per-node method.
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-    const Nanos t0 = monotonic_now();
-    auto req = g.ibcast(0, &one, 1);
-    if (!req) return req.status();
-    IBBCAST_RETURN_IF_ERROR(pinger.wait(target, nap));
-    const double t = us_since(t0) - rtt / 2;
-    IBBCAST_RETURN_IF_ERROR(g.wait(*req));
-    if (it >= 10) samples->push_back(t);
-  }
-  return Status::ok();
+  const PerNodeRun run{0, target, 10, 101, std::chrono::microseconds(200), *clock};
+  return per_node_samples(boot, g, pinger, run, std::span(&one, 1), samples, target_cpu);
 }
 
 /// CPU time per byte (every thread of the process, kernel included) of large linear
@@ -396,20 +367,23 @@ Status measure_pair(const Args& args, Bootstrap& boot, ModelParams* out, std::st
   // Timed in two blocks, before and after the large broadcasts, and the median taken over
   // both: one block's median moved by a third between blocks of one calibration here (34
   // and 25 us; 62 and 47 in another), and `bench` spreads a cell over its whole sweep.
-  std::vector<double> t1_samples, t1_cpu;
-  IBBCAST_RETURN_IF_ERROR(per_node_times(**linear, boot, pinger, 1, &t1_samples, &t1_cpu));
-  const double t1_first = median(t1_samples);
-  const std::size_t first_block = t1_samples.size();
+  PerNodeSamples t1_first_block, t1_second_block;
+  std::vector<double> t1_cpu;
+  IBBCAST_RETURN_IF_ERROR(
+      per_node_times(args, **linear, boot, pinger, 1, &t1_first_block, &t1_cpu));
+  const double t1_first = t1_first_block.time_us();
   // CPU per byte at each end, which ranks sharing cores pay one after another.
   double send_cpu = 0, recv_cpu = 0, stream = 0, root_stream = 0;
   IBBCAST_RETURN_IF_ERROR(
       large_broadcasts(**linear, boot, &send_cpu, &recv_cpu, &stream, &root_stream));
-  IBBCAST_RETURN_IF_ERROR(per_node_times(**linear, boot, pinger, 1, &t1_samples, &t1_cpu));
+  IBBCAST_RETURN_IF_ERROR(
+      per_node_times(args, **linear, boot, pinger, 1, &t1_second_block, &t1_cpu));
   auto cpu1 = from_rank(boot, 1, t1_cpu.empty() ? 0.0 : median(t1_cpu));
   IBBCAST_RETURN_IF_ERROR(cpu1.status());
-  const double t1_second = median(std::vector<double>(
-      t1_samples.begin() + static_cast<std::ptrdiff_t>(first_block), t1_samples.end()));
-  const double t1 = median(t1_samples);
+  const double t1_second = t1_second_block.time_us();
+  PerNodeSamples t1_samples = t1_first_block;
+  t1_samples.append(t1_second_block);
+  const double t1 = t1_samples.time_us();
   // LogGP's G comes from round trips of up to 64 KiB. Where UCX moves those slower per byte
   // than a long stream (one calibration here: 0.00118 us/B fitted, the 16 MiB broadcasts
   // 0.0006), every large message was predicted up to twice as long as measured; a byte of a
@@ -456,12 +430,12 @@ Status measure_pair(const Args& args, Bootstrap& boot, ModelParams* out, std::st
   // nothing to move (the median of seven then kept engine.bcast_us).
   auto two_stage = group_of(**transport, boot, args, Algorithm::kTwoStage);
   if (!two_stage) return two_stage.status();
-  std::vector<double> ts_samples;
-  IBBCAST_RETURN_IF_ERROR(per_node_times(**two_stage, boot, pinger, 1, &ts_samples));
+  PerNodeSamples ts_samples;
+  IBBCAST_RETURN_IF_ERROR(per_node_times(args, **two_stage, boot, pinger, 1, &ts_samples));
   double ts1 = 0;
   const double path = p.machine.multicast.hop_us(1) + p.machine.fragment_us + p.machine.byte_us;
   if (boot.rank() == 0) {
-    ts1 = median(ts_samples);
+    ts1 = ts_samples.time_us();
     p.machine.bcast_datagram_us = std::clamp(ts1 - path, 0.0, p.machine.bcast_us);
   }
 
@@ -498,9 +472,9 @@ Result<double> one_byte_per_node(const Args& args, Bootstrap& boot, Algorithm a,
   Pinger pinger(**pong, boot.rank());
   auto group = group_of(**transport, boot, args, a);
   if (!group) return group.status();
-  std::vector<double> samples;
-  IBBCAST_RETURN_IF_ERROR(per_node_times(**group, boot, pinger, target, &samples));
-  return boot.rank() == 0 ? median(samples) : 0.0;
+  PerNodeSamples samples;
+  IBBCAST_RETURN_IF_ERROR(per_node_times(args, **group, boot, pinger, target, &samples));
+  return boot.rank() == 0 ? samples.time_us() : 0.0;
 }
 
 /// The trio's part: a 1-byte chain over ranks 0-2 timed at rank 2 by the per-node method, and

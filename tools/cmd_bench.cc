@@ -29,65 +29,23 @@
 namespace ibbcast::tool {
 namespace {
 
-/// The per-node method for one target, `iterations` broadcasts after the
-/// warm-up: appends each sample (µs) on the root, counts those sooner than
-/// half a round trip.
-Status per_node(Bootstrap& boot, Group& g, Pinger& pinger, const BenchPlan& plan,
-                uint32_t iterations, uint32_t target, std::vector<std::byte>& buf,
-                const std::function<void()>& idle, std::vector<double>* samples,
-                uint32_t* impossible) {
-  // Root and target wait asleep, for the round trip as for the pong: half a
-  // round trip then holds the one wake-up the pong costs the root.
-  const auto nap = pinger.nap(g);
-  double rtt = 0;
-  IBBCAST_RETURN_IF_ERROR(pinger.measure_rtt(boot, plan.root, target, nap, &rtt));
-  for (uint32_t it = 0; it < plan.warmup + iterations; ++it) {
-    IBBCAST_RETURN_IF_ERROR(boot.progressing_barrier(idle));
-    // The root enters last, so the time is the broadcast's, not skew.
-    if (boot.rank() == plan.root) std::this_thread::sleep_for(plan.root_wait);
-    const Nanos t0 = monotonic_now();
-    if (boot.rank() != plan.root) {
-      IBBCAST_RETURN_IF_ERROR(g.bcast(plan.root, buf.data(), buf.size()));
-      if (boot.rank() == target) IBBCAST_RETURN_IF_ERROR(pinger.send(plan.root));
-      continue;
-    }
-    // The root watches for the pong while its own broadcast runs: a
-    // target done before the root's last send answers then, and a pong
-    // read only after bcast returned timed the root, not the target
-    // (with half a round trip taken off, that went negative).
-    auto req = g.ibcast(plan.root, buf.data(), buf.size());
-    if (!req) return req.status();
-    IBBCAST_RETURN_IF_ERROR(pinger.wait(target, nap));
-    const double us = static_cast<double>((monotonic_now() - t0).count()) / 1e3 - rtt / 2;
-    IBBCAST_RETURN_IF_ERROR(g.wait(*req));
-    if (it < plan.warmup) continue;
-    // A pong sooner than half a round trip is noise in the round trip
-    // (measured apart, on a loaded machine), not a time: left out.
-    if (us > 0) {
-      samples->push_back(us);
-    } else {
-      ++*impossible;
-    }
-  }
-  return Status::ok();
-}
-
-/// On the root after the last round: the per-node median of each target with
-/// more than half its samples possible (the others named on stderr) and the
-/// max-over-ranks row.
+/// On the root after the last round: the per-node time of each target where it is positive
+/// (the others named on stderr) and the max-over-ranks row.
 void print_cell(Algorithm algo, uint64_t size, uint32_t iterations, uint32_t ranks,
                 const BenchPlan& plan, const CellSamples& cell) {
   std::vector<double> node_us(ranks, 0);
   for (uint32_t t = 0; plan.per_node && t < ranks; ++t) {
     if (t == plan.root) continue;
-    if (cell.node[t].size() * 2 > iterations) {
-      node_us[t] = median(cell.node[t]);
+    const PerNodeSamples& got = cell.node[t];
+    if (got.time_us() > 0) {
+      node_us[t] = got.time_us();
     } else {
       std::fprintf(stderr,
-                   "ibbcast bench: %s %llu bytes, target %u: %u of %u samples came back "
-                   "sooner than half a round trip; no per-node time reported\n",
+                   "ibbcast bench: %s %llu bytes, target %u: the pong came back sooner than "
+                   "half a round trip (medians %.1f and %.1f us of %u samples); no per-node "
+                   "time reported\n",
                    std::string(algorithm_name(algo)).c_str(), static_cast<unsigned long long>(size),
-                   t, cell.impossible[t], iterations);
+                   t, median(got.raw), median(got.rtt), iterations);
     }
   }
   print_csv_rows(algo, size, ranks, plan.root, node_us, cell.max_us);
@@ -105,6 +63,15 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   auto pong = ucx::Channel::create(boot, {});  // the measurement's own channel
   if (!pong) return pong.status();
   Pinger pinger(**pong, boot.rank());
+  if (plan.per_node && !plan.algorithms.empty()) {
+    auto one = per_node_on_one_clock(boot, plan.clock);
+    if (!one) return one.status();
+    if (boot.rank() == 0) {
+      std::fprintf(stderr, "ibbcast bench: per-node method %s\n",
+                   *one ? "on one clock (the target's completion on the clock every rank reads)"
+                        : "by round trip (until the target's pong, half a round trip off)");
+    }
+  }
   if (boot.rank() == 0) print_csv_header();
   if (option(args, "stream", "") == "1" && boot.size() >= 2) {
     // One UCX stream root → rank 1 of each size, chunked like the chain: once with both ends
@@ -185,9 +152,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
         groups[a] = std::move(*group);
       }
       Group& g = *groups[a];
-      // The group's own progress, not the application's (Group::progress):
-      // that hands the channel to its helper whenever nothing is pending, and
-      // the next broadcast would pay to take it back on every barrier.
+      // Not Group::progress: see per_node_samples.
       auto idle = [&] { (void)g.impl().progress(false, Nanos(0)); };
       for (std::size_t s = 0; s < ns; ++s) {
         const uint64_t size = plan.sizes[s];
@@ -196,8 +161,9 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
         std::vector<std::byte> buf(size, std::byte{0x5a});
         for (uint32_t target = 0; plan.per_node && target < boot.size(); ++target) {
           if (target == plan.root) continue;
-          IBBCAST_RETURN_IF_ERROR(per_node(boot, g, pinger, plan, iterations, target, buf, idle,
-                                           &cell.node[target], &cell.impossible[target]));
+          const PerNodeRun run{plan.root,  target,         plan.warmup,
+                               iterations, plan.root_wait, plan.clock};
+          IBBCAST_RETURN_IF_ERROR(per_node_samples(boot, g, pinger, run, buf, &cell.node[target]));
         }
         IBBCAST_RETURN_IF_ERROR(max_over_ranks(boot, g, plan, iterations, buf, idle, &cell.max_us));
         if (last && boot.rank() == 0) {

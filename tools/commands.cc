@@ -57,6 +57,10 @@ constexpr OptionDoc kBenchOptions[] = {
     {"rounds", "N", "passes over the sweep, each cell's iterations split over them (1)"},
     {"calibrate-rounds", "PREFIX", "also --calibrate between rounds, into PREFIX.ROUND"},
     {"max-only", "", "only the max-over-ranks method (the per-node method takes p-1 times longer)"},
+    {"per-node-clock", "HOW",
+     "per-node method: one (the target's completion on the clock every rank reads), "
+     "round-trip (until its pong, half a round trip off) or auto: one where the clock is "
+     "shared (auto)"},
     {"stream", "", "also one UCX point-to-point stream, rank 0 to 1, per size"},
     {"loggp", "", "measure the UCX channel's LogGP parameters instead"},
     {"loggp-sizes", "LIST", "sizes of the LogGP measurement (1,1k,4k,16k,64k)"},

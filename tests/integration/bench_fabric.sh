@@ -2,9 +2,11 @@
 # `ibbcast bench` on the namespace fabric under mpirun (Usage: bench_fabric.sh IBBCAST MODE).
 #
 # per_node: the per-node method (thesis 4.2.1), 6 ranks on this 2-core
-# machine, the sweep in two rounds: every per-node median it reports is a
-# latency (positive), each target it leaves out is named on stderr, and the
-# max-over-ranks rows are there, once per cell (iterations given per size);
+# machine, the sweep in two rounds: on the clock the namespaces share every
+# target is reported with a latency (positive); by round trip (4 ranks) each
+# target it leaves out is named on stderr; a rank on a clock of its own (a
+# time namespace 1000 s ahead) turns auto to round trips and `one` is refused;
+# the max-over-ranks rows are there, once per cell (iterations given per size);
 # more rounds than iterations and a count per size that does not match the
 # sizes are refused; `--calibrate-rounds` has ranks 0 and 1 alone write a parameter
 # file after each round, with the wake-up's share fitted to a chain of ranks
@@ -42,12 +44,10 @@ per_node() {
   [[ -z $bad ]] || fail "per-node medians that are no latency: $bad"
   rows=$(grep -c ',per_node,' <<<"$out")
   left=$(grep -c 'no per-node time reported' <<<"$out")
-  # 2 algorithms x 3 sizes x 5 targets: each reported or named.
-  [[ $((rows + left)) -eq 30 ]] || fail "$rows per-node rows and $left left out, expected 30 in all"
-  # How many come back sooner than half a round trip depends on the load (the
-  # round trip is measured apart); that none is reported would mean the method
-  # is dead.
-  [[ $rows -ge 1 ]] || fail "no per-node cell reported"
+  # The namespaces read one clock: each target's completion is timed on it, nothing is taken
+  # off, and 2 algorithms x 3 sizes x 5 targets are all reported.
+  grep -q '^ibbcast bench: per-node method on one clock' <<<"$out" || fail "not timed on one clock"
+  [[ $rows -eq 30 && $left -eq 0 ]] || fail "$rows per-node rows and $left left out, expected 30 rows"
   [[ $(grep -c ',max_over_ranks,all,' <<<"$out") -eq 6 ]] || fail "not one max-over-ranks row per cell"
   # --calibrate-rounds: a parameter file per round, with a fixed cost, the channel's o, the
   # chain of three and rank 1's CPU measured and the fixed cost's shares at the wake-up and
@@ -72,6 +72,48 @@ per_node() {
   [[ ! -e $cal/p.2 ]] || fail "--calibrate-rounds: a file for a third round of two"
   ! grep -q '^size,n,d_us\|^# multicast' <<<"$out" || fail "--calibrate-rounds: tables in the CSV"
   rm -rf "$cal"
+  # By round trip (the thesis's way, for ranks on several clocks), 4 ranks: each reported or
+  # named. How many come back sooner than half a round trip depends on the load; that none
+  # is reported would mean the method is dead.
+  out=$("$here/support/netns_run.sh" - 4 -- timeout 300 mpirun --allow-run-as-root --oversubscribe \
+    -np 4 -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 --per-node-clock round-trip \
+    --algorithms two_stage,binomial --sizes 1,4k,64k --iterations 8,6,6 --warmup 2 --rounds 2 2>&1)
+  rc=$?
+  echo "$out" | grep -E 'per_node|no per-node time'
+  [[ $rc -eq 0 ]] || fail "bench --per-node-clock round-trip exited $rc: $(tail -5 <<<"$out")"
+  grep -q '^ibbcast bench: per-node method by round trip' <<<"$out" || fail "round-trip: not said"
+  bad=$(awk -F, '$5 == "per_node" && !($7 > 0)' <<<"$out")
+  [[ -z $bad ]] || fail "round-trip: per-node medians that are no latency: $bad"
+  rows=$(grep -c ',per_node,' <<<"$out")
+  left=$(grep -c 'no per-node time reported' <<<"$out")
+  [[ $((rows + left)) -eq 18 ]] || fail "round-trip: $rows per-node rows and $left left out, expected 18"
+  [[ $rows -ge 1 ]] || fail "round-trip: no per-node cell reported"
+  # A rank whose CLOCK_MONOTONIC runs 1000 s ahead (a time namespace of its own): auto times
+  # by round trip (on one clock its medians would be some 1e9 us), and `one` is refused.
+  local wrap
+  wrap=$(mktemp)
+  printf '%s\n' '#!/bin/bash' \
+    '[[ ${OMPI_COMM_WORLD_RANK:-0} == 1 ]] && exec unshare --time --monotonic 1000 --fork "$@"' \
+    'exec "$@"' >"$wrap"
+  chmod +x "$wrap"
+  for how in auto one; do
+    out=$("$here/support/netns_run.sh" - 2 -- timeout 120 mpirun --allow-run-as-root --oversubscribe \
+      -np 2 -x IBBCAST_NETNS_PREFIX "$wrap" "$bin" bench --udp-interface eth0 --per-node-clock "$how" \
+      --algorithms linear --sizes 1,64k --iterations 6 --warmup 1 2>&1)
+    rc=$?
+    if [[ $how == auto ]]; then
+      [[ $rc -eq 0 ]] || fail "two clocks, auto: exit $rc: $(tail -5 <<<"$out")"
+      grep -q '^ibbcast bench: per-node method by round trip' <<<"$out" ||
+        fail "two clocks, auto: not by round trip: $(grep 'per-node method' <<<"$out")"
+      [[ $(awk -F, '$5 == "per_node" && $7 > 0 && $7 < 1e6' <<<"$out" | wc -l) -ge 1 ]] &&
+        [[ -z $(awk -F, '$5 == "per_node" && $7 >= 1e6' <<<"$out") ]] ||
+        fail "two clocks, auto: per-node rows $(grep ',per_node,' <<<"$out" | tr '\n' ' ')"
+    else
+      [[ $rc -ne 0 && $out == *"--per-node-clock one needs every rank on one clock"* ]] ||
+        fail "two clocks, one: exit $rc, $(grep -v '^ibbcast info' <<<"$out" | tail -3)"
+    fi
+  done
+  rm -f "$wrap"
   refused=$("$here/support/netns_run.sh" - 2 -- timeout 60 mpirun --allow-run-as-root --oversubscribe \
     -np 2 -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 --algorithms linear --sizes 1 \
     --iterations 2 --rounds 3 2>&1)
@@ -98,7 +140,7 @@ per_node() {
         <<<"$out" || fail "--stream: no positive $what row of $size B"
     done
   done
-  [[ $fails -eq 0 ]] && echo "PASS: $rows per-node medians, all positive; $left left out and named"
+  [[ $fails -eq 0 ]] && echo "PASS: 30 per-node medians on one clock; by round trip $rows of 18, $left left out and named; two clocks: round trips, one refused"
 }
 
 rounds() {
