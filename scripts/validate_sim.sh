@@ -24,11 +24,17 @@
 #
 # Usage: scripts/validate_sim.sh [BUILD_DIR]   (root; fabrics made and removed)
 #   RANKS="2 4 8"  SIZES=1,1k,64k,1m,16m  SHAPED_SIZES=1,1k,64k,1m  RATE=200 (Mbit/s, 0: none)
-#   ALGORITHMS=(every one)  ITERATIONS=20  WARMUP=2  FRAGMENT=8k  MTU=9000  OUT=docs/bench
+#   ALGORITHMS=(every one)  ITERATIONS=20  WARMUP=1  FRAGMENT=8k  MTU=9000  OUT=docs/bench
 #   ITERATIONS is the count of a cell of 1 MiB and more; up to 64 KiB three times it, up to
 #   4 KiB ten times: small cells cost seconds, and with 20 samples the same send measured
 #   up to 45 % apart in one cell (the table of auto picks among them)
-#   ROUNDS=5: passes over each sweep (`bench --rounds`), the iterations split over them
+#   ROUNDS=20: passes over each sweep (`bench --rounds`), the iterations split over them
+#   (WARMUP unmeasured broadcasts per cell and target in each). This machine's wake-ups
+#   switch between a fast and a slow regime (70 us apart at 2 ranks) that lasts tens of
+#   broadcasts: with 5 passes six groups of one algorithm measured medians up to 29-37 %
+#   apart, with 20 12 %.
+#   CALIBRATIONS=5: the unshaped sweep's calibrations between rounds (after every
+#   ROUNDS/CALIBRATIONS-th, `bench --calibrate-every`)
 #   TABLE_MARGIN=0: sim --derive-auto --table-margin
 #   NODES="4x2": node-aware groups too, on a fabric of 4 hosts of 2 ranks each (bench with
 #   node_aware on and IBBCAST_NETNS_RANKS_PER_HOST; sim --ranks-per-node under the parameter
@@ -117,7 +123,7 @@ if [[ ${1-} == --inside ]]; then
     between=()
     if [[ $shape == off && $calibrate != - ]]; then
       between=(--calibrate-rounds "$calibrate.round" --fragment-ns "${FRAGMENT_NS:-0}"
-        ${BYTE_NS:+--byte-ns "$BYTE_NS"})
+        --calibrate-every $(((ROUNDS + CALIBRATIONS - 1) / CALIBRATIONS)) ${BYTE_NS:+--byte-ns "$BYTE_NS"})
     fi
     [[ $shape != off ]] && sizes=$SHAPED_SIZES
     run "$n" --algorithms "$ALGORITHMS" --sizes "$sizes" --iterations "$(iterations_of "$sizes")" \
@@ -133,7 +139,7 @@ bin=$build/tools/ibbcast
 export MTU=${MTU:-9000} FRAGMENT=${FRAGMENT:-8k} RATE=${RATE:-200}
 export SIZES=${SIZES:-1,1k,64k,1m,16m} SHAPED_SIZES=${SHAPED_SIZES:-1,1k,64k,1m}
 export ALGORITHMS=${ALGORITHMS:-two_stage,linear,chain,fragmented_chain,binary,binomial,knomial,split_binary,scatter_allgather,fibo_tree}
-export ITERATIONS=${ITERATIONS:-20} WARMUP=${WARMUP:-2} ROUNDS=${ROUNDS:-5}
+export ITERATIONS=${ITERATIONS:-20} WARMUP=${WARMUP:-1} ROUNDS=${ROUNDS:-20} CALIBRATIONS=${CALIBRATIONS:-5}
 TABLE_MARGIN=${TABLE_MARGIN:-0}
 export NODES=${NODES-4x2} NODE_ALGORITHMS=${NODE_ALGORITHMS:-two_stage,binomial,linear}
 # UCX over TCP: its shared-memory transports would cross the namespaces of one host.

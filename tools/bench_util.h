@@ -55,9 +55,9 @@ Result<bool> per_node_on_one_clock(Bootstrap& boot, PerNodeClock how);
 /// broadcasts' median: both from the same minutes. (A block of 21 round trips before each
 /// pass of a cell measured medians of 54-90 us within one minute on a 2-rank fabric here.)
 /// On one clock (namespaces of one machine, ranks of one host) there is nothing to take
-/// off: the target's completion minus the root's start. The pong still paces the root
-/// (without it the root went on to the next barrier while the target still ran, and a
-/// node-aware root's own wait polled: 4 hosts x 2 ranks measured twice as slow).
+/// off: the target's completion minus the root's start. The pong still paces the root, so
+/// that it waits as by round trip: asleep, and not in the next barrier while the target
+/// still runs.
 struct PerNodeSamples {
   std::vector<double> raw;  ///< start to pong, or to the target's completion (µs)
   std::vector<double> rtt;  ///< round trips (µs); none on one clock

@@ -132,7 +132,14 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   // of its own minutes (scripts/validate_sim.sh takes their median). Timed inside the whole
   // group the fixed cost would not be a 2-rank broadcast's: at 8 ranks on 2 cores rank 1
   // waits for cores the other children's wake-ups take (167-219 us against 45 alone).
+  // --calibrate-every N: after every N-th round only (many short rounds interleave the
+  // cells finely; a calibration after each would outlast the sweep).
   const std::string calibrate_prefix = boot.size() >= 2 ? option(args, "calibrate-rounds", "") : "";
+  auto every = parse_uint(option(args, "calibrate-every", "1"));
+  if (!every) return every.status();
+  if (*every < 1) {
+    return make_error(Errc::kInvalidArgument, "bench: --calibrate-every takes 1 or more");
+  }
   CalibrationJobs jobs;
   if (!calibrate_prefix.empty()) {
     auto made = make_calibration_jobs(boot);
@@ -172,7 +179,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
       }
       if (last) groups[a].reset();
     }
-    if (calibrate_prefix.empty()) continue;
+    if (calibrate_prefix.empty() || (round + 1) % *every != 0) continue;
     std::string text;
     IBBCAST_RETURN_IF_ERROR(measure_machine(args, boot, jobs, &text, false));
     if (boot.rank() == 0) {

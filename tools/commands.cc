@@ -56,6 +56,7 @@ constexpr OptionDoc kBenchOptions[] = {
     {"root", "RANK", "the broadcasting rank (0)"},
     {"rounds", "N", "passes over the sweep, each cell's iterations split over them (1)"},
     {"calibrate-rounds", "PREFIX", "also --calibrate between rounds, into PREFIX.ROUND"},
+    {"calibrate-every", "N", "with --calibrate-rounds: after every N-th round only (1)"},
     {"max-only", "", "only the max-over-ranks method (the per-node method takes p-1 times longer)"},
     {"per-node-clock", "HOW",
      "per-node method: one (the target's completion on the clock every rank reads), "

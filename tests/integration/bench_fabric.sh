@@ -8,10 +8,11 @@
 # time namespace 1000 s ahead) turns auto to round trips and `one` is refused;
 # the max-over-ranks rows are there, once per cell (iterations given per size);
 # more rounds than iterations and a count per size that does not match the
-# sizes are refused; `--calibrate-rounds` has ranks 0 and 1 alone write a parameter
-# file after each round, with the wake-up's share fitted to a chain of ranks
-# 0-2, the CSV untouched; `--stream` gives the UCX stream's
-# time per size, spinning and asleep. The sweep of 2026-11-22 had 17 negative
+# sizes are refused; `--calibrate-rounds` has ranks 0 and 1 alone write a
+# parameter file after each round (after every second with `--calibrate-every
+# 2`), with the wake-up's share fitted to a chain of ranks 0-2, the CSV
+# untouched; `--stream` gives the UCX stream's time per size, spinning and
+# asleep. The sweep of 2026-11-22 had 17 negative
 # per-node medians: the root read the pong only after its own bcast returned.
 #
 # rounds: several groups alive at once in one process, their broadcast
@@ -70,6 +71,13 @@ per_node() {
       fail "--calibrate-rounds: round $k's file: $(head -c 900 "$cal/p.$k" 2>&1)"
   done
   [[ ! -e $cal/p.2 ]] || fail "--calibrate-rounds: a file for a third round of two"
+  # --calibrate-every 2: of two rounds, only after the second.
+  out=$("$here/support/netns_run.sh" - 2 -- timeout 200 mpirun --allow-run-as-root --oversubscribe \
+    -np 2 -x IBBCAST_NETNS_PREFIX "$bin" bench --udp-interface eth0 --algorithms linear \
+    --sizes 1 --iterations 4 --warmup 1 --rounds 2 --calibrate-rounds "$cal/e" --calibrate-every 2 2>&1)
+  rc=$?
+  [[ $rc -eq 0 && ! -e $cal/e.0 ]] && grep -Eq '^engine\.bcast_us = [0-9.e+-]*[1-9]' "$cal/e.1" ||
+    fail "--calibrate-every 2: exit $rc, files $(ls "$cal" | tr '\n' ' '): $(tail -3 <<<"$out")"
   ! grep -q '^size,n,d_us\|^# multicast' <<<"$out" || fail "--calibrate-rounds: tables in the CSV"
   rm -rf "$cal"
   # By round trip (the thesis's way, for ranks on several clocks), 4 ranks: each reported or
