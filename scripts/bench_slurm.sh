@@ -15,8 +15,9 @@
 #     the multicast marked EF on links that queue EF first (ibbcast_tp_ef).
 #  3. The thesis's per-node method: `ibbcast bench` of node-aware two-stage
 #     at NODES x 1 and NODES x the largest PPN, each rank timed on its own
-#     against the root (a ping-pong's half taken off); the row is the slowest
-#     rank's median.
+#     against the root (on the clock the namespace nodes share; by round trip,
+#     a ping-pong's half taken off, where clocks differ); the row is the
+#     slowest rank's median.
 #
 # CSV on stdout: nodes,ppn,impl,size,median_us,p90_us with impl one of
 # ibbcast_node_aware, ibbcast_flat, openmpi_ucx, openmpi_tcp, mpich,
