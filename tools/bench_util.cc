@@ -254,9 +254,7 @@ Status per_node_samples(Bootstrap& boot, Group& g, Pinger& pinger, const PerNode
                         std::span<std::byte> buf, PerNodeSamples* out,
                         std::vector<double>* target_cpu) {
   const uint32_t me = boot.rank();
-  auto on_one = per_node_on_one_clock(boot, run.clock);
-  if (!on_one) return on_one.status();
-  const bool one = *on_one;
+  const bool one = run.one_clock;
   // The group's own progress, not the application's (Group::progress): that hands the
   // channel to its helper whenever nothing is pending, and the next broadcast would pay to
   // take it back on every barrier.

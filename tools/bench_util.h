@@ -71,7 +71,7 @@ struct PerNodeRun {
   uint32_t root = 0, target = 1;
   uint32_t warmup = 0, iterations = 0;
   std::chrono::microseconds root_wait{200};  ///< how much later the root enters
-  PerNodeClock clock = PerNodeClock::kAuto;
+  bool one_clock = false;                    ///< per_node_on_one_clock's answer, asked once per job
 };
 
 /// One cell's samples, pooled over the rounds.

@@ -245,8 +245,10 @@ Status per_node_times(const Args& args, Group& g, Bootstrap& boot, Pinger& pinge
                       PerNodeSamples* samples, std::vector<double>* target_cpu = nullptr) {
   auto clock = per_node_clock(args);
   if (!clock) return clock.status();
+  auto on_one = per_node_on_one_clock(boot, *clock);
+  if (!on_one) return on_one.status();
   std::byte one{0x42};
-  const PerNodeRun run{0, target, 10, 101, std::chrono::microseconds(200), *clock};
+  const PerNodeRun run{0, target, 10, 101, std::chrono::microseconds(200), *on_one};
   return per_node_samples(boot, g, pinger, run, std::span(&one, 1), samples, target_cpu);
 }
 

@@ -63,9 +63,11 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
   auto pong = ucx::Channel::create(boot, {});  // the measurement's own channel
   if (!pong) return pong.status();
   Pinger pinger(**pong, boot.rank());
+  bool one_clock = false;
   if (plan.per_node && !plan.algorithms.empty()) {
     auto one = per_node_on_one_clock(boot, plan.clock);
     if (!one) return one.status();
+    one_clock = *one;
     if (boot.rank() == 0) {
       std::fprintf(stderr, "ibbcast bench: per-node method %s\n",
                    *one ? "on one clock (the target's completion on the clock every rank reads)"
@@ -169,7 +171,7 @@ Status bench_rank(const Args& args, Bootstrap& boot) {
         for (uint32_t target = 0; plan.per_node && target < boot.size(); ++target) {
           if (target == plan.root) continue;
           const PerNodeRun run{plan.root,  target,         plan.warmup,
-                               iterations, plan.root_wait, plan.clock};
+                               iterations, plan.root_wait, one_clock};
           IBBCAST_RETURN_IF_ERROR(per_node_samples(boot, g, pinger, run, buf, &cell.node[target]));
         }
         IBBCAST_RETURN_IF_ERROR(max_over_ranks(boot, g, plan, iterations, buf, idle, &cell.max_us));
