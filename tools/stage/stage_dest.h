@@ -64,11 +64,15 @@ class FileWriter {
   bool is_open() const { return fd_ >= 0; }
 
  private:
+  void write_behind(uint64_t end);
+
   std::string dest_;
   DigestKind kind_;
   const Entry* entry_ = nullptr;
   std::string partial_;
   int fd_ = -1;
+  uint64_t started_ = 0;  ///< writeback started for [0, started_)
+  uint64_t waited_ = 0;   ///< and done for [0, waited_)
   std::unique_ptr<FileDigest> digest_;
 };
 
