@@ -207,11 +207,12 @@ Status FileWriter::open(const Entry& e) {
   return Status::ok();
 }
 
-// The kernel would hold a file's written bytes in its page cache until its dirty limit (a
-// fifth of memory) and flush them in the final fsync: with several ranks on one host that is
-// gigabytes flushed after the last byte arrived. Starting each range's writeback as it is
+// The kernel holds written bytes dirty in its page cache up to a threshold (a tenth of memory
+// by default) and leaves the file's share to its final fsync: with several ranks on one host
+// that was gigabytes flushed after the last byte arrived. Starting each range's writeback as it is
 // written, and waiting for it only a window later, flushes while the broadcast runs and leaves
-// fsync little; the wait falls in the writer thread, which the broadcast does not wait for.
+// fsync little; the wait falls in the writer thread, beside the broadcasts (they wait for it
+// only when every chunk buffer waits to be written: when the disk is the bottleneck).
 void FileWriter::write_behind(uint64_t end) {
   constexpr uint64_t kStep = 8u << 20;     // writeback is started per this many bytes
   constexpr uint64_t kWindow = 32u << 20;  // and waited for this far behind the writes
