@@ -19,7 +19,12 @@ C=$here/support/slurm_cluster.sh
 prefix=sl$(printf '%04x' $(($$ % 65536)))
 nodes=3
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# The first failure also shows what Slurm said (a node marked down, a step not killed).
+fail() {
+  echo "FAIL: $*"
+  ((fails++ == 0)) && { "$C" logs "$prefix" 40 || true; }
+  return 0
+}
 trap '"$C" down "$prefix"' EXIT
 
 "$C" up "$prefix" "$nodes" || { echo "FAIL: the cluster did not come up"; exit 1; }

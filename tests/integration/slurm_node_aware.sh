@@ -34,7 +34,12 @@ nodes=3 hosts=3
 # A fourth host, in no job, is the forger's.
 [[ -x ${FORGER:-} ]] && hosts=4
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# The first failure also shows what Slurm said (a node marked down, a step not killed).
+fail() {
+  echo "FAIL: $*"
+  ((fails++ == 0)) && { "$C" logs "$prefix" 40 || true; }
+  return 0
+}
 trap '"$C" down "$prefix"' EXIT
 
 "$C" up "$prefix" "$hosts" || { echo "FAIL: the cluster did not come up"; exit 1; }

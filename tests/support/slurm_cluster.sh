@@ -11,6 +11,8 @@
 #                                             every node's link at RATE both ways (tc tbf,
 #                                             e.g. 200mbit), as netns_fabric.sh shape
 #   slurm_cluster.sh efbytes PREFIX           as netns_fabric.sh efbytes
+#   slurm_cluster.sh logs PREFIX [LINES]      the last LINES (30) of slurmctld's and each
+#                                             slurmd's log, and sinfo: why a job failed
 #   slurm_cluster.sh down PREFIX              stop every daemon and job, remove the fabric
 #                                             and the cluster's files
 #
@@ -33,7 +35,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,19s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,21s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 
@@ -165,6 +167,17 @@ cmd_run() {
   SLURM_CONF=$d/slurm.conf nsenter --net="/run/netns/$prefix-sw" "$@"
 }
 
+cmd_logs() {
+  local d f
+  d=$(dir_of "$1")
+  [[ -d $d ]] || die "no cluster '$1' ($d)"
+  for f in "$d/slurmctld.log" "$d"/slurmd-h*.log; do
+    [[ -e $f ]] && { echo "== ${f##*/}"; tail -n "${2:-30}" "$f"; }
+  done
+  echo "== sinfo"
+  cmd_run "$1" -- sinfo -N -l 2>&1 || true
+}
+
 cmd_down() {
   (($# == 1)) || usage
   local prefix=$1 d pid i
@@ -193,6 +206,7 @@ case ${1-} in
   up) shift; cmd_up "$@" ;;
   run) shift; (($# >= 1)) || usage; cmd_run "$@" ;;
   down) shift; cmd_down "$@" ;;
+  logs) shift; (($# == 1 || $# == 2)) || usage; cmd_logs "$@" ;;
   shape) shift; (($# == 2 || $# == 3)) || usage; "$F" shape "$@" ;;
   efbytes) shift; (($# == 1)) || usage; "$F" efbytes "$@" ;;
   node-main) shift; node_main "$@" ;;
