@@ -161,12 +161,20 @@ class FaultyP2p final : public P2pChannel {
       injected_.pop_front();
     }
     if (k != 0) return k;
-    std::size_t n = inner_->poll(out);
-    if (!s_->dead) return n;
+    std::size_t n = inner_->poll(out), kept = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      if (out[i].kind == P2pEvent::Kind::kMessage) inner_->release(out[i].message);
+      // A message in counts toward kill_after as a datagram in and a frame out do: a rank
+      // whose reliable channel brought everything before it read its multicast socket dies
+      // by the count too.
+      const bool message = out[i].kind == P2pEvent::Kind::kMessage;
+      if (message ? s_->count_and_check_dead() : s_->dead.load()) {
+        if (message) inner_->release(out[i].message);
+        continue;
+      }
+      if (kept != i) out[kept] = std::move(out[i]);
+      ++kept;
     }
-    return 0;
+    return kept;
   }
   void release(const RecvView& view) override { inner_->release(view); }
   int event_fd() const override { return inner_->event_fd(); }
