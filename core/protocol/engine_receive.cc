@@ -10,7 +10,7 @@
 namespace ibbcast {
 
 void Engine::on_datagram(std::span<const std::byte> bytes, Nanos now) {
-  Frame f;
+  Frame& f = decoded_;
   Reject why{};
   const bool decoded = decode_frame(bytes, &f, &why, id_.auth != nullptr);
   take_datagram(decoded, f, why, now);
@@ -18,7 +18,7 @@ void Engine::on_datagram(std::span<const std::byte> bytes, Nanos now) {
 
 void Engine::on_datagram_parts(std::span<const std::byte> head, std::span<const std::byte> payload,
                                std::span<const std::byte> trailer, Nanos now) {
-  Frame f;
+  Frame& f = decoded_;
   Reject why{};
   const bool decoded = decode_frame_parts(head, payload, trailer, &f, &why, id_.auth != nullptr);
   take_datagram(decoded, f, why, now);
@@ -38,7 +38,7 @@ void Engine::take_datagram(bool decoded, const Frame& f, Reject why, Nanos now) 
 }
 
 void Engine::on_message(uint32_t from, std::span<const std::byte> bytes, Nanos now) {
-  Frame f;
+  Frame& f = decoded_;
   Reject why{};
   const bool decoded = decode_frame(bytes, &f, &why, id_.auth != nullptr);
   take_message(from, decoded, f, why, now);
@@ -47,7 +47,7 @@ void Engine::on_message(uint32_t from, std::span<const std::byte> bytes, Nanos n
 void Engine::on_message_parts(uint32_t from, std::span<const std::byte> head,
                               std::span<const std::byte> payload,
                               std::span<const std::byte> trailer, Nanos now) {
-  Frame f;
+  Frame& f = decoded_;
   Reject why{};
   const bool decoded = decode_frame_parts(head, payload, trailer, &f, &why, id_.auth != nullptr);
   take_message(from, decoded, f, why, now);
