@@ -126,7 +126,9 @@ struct Frame {
 /// flags, fragment arithmetic, checksum) and returns the frame or the reason.
 /// `keyed`: the group authenticates, so a frame must carry a tag (checked by
 /// the caller, who knows the nonce); otherwise a tag is an unknown flag.
-/// Never reads outside `bytes`.
+/// Never reads outside `bytes`. On success every field of `*out` is written
+/// (the engine decodes into one Frame it keeps); on failure `*out` is not
+/// meaningful.
 bool decode_frame(std::span<const std::byte> bytes, Frame* out, Reject* why, bool keyed = false);
 /// The same checks for a frame received in three pieces (a zero-copy receive
 /// puts the payload straight in the user's buffer): each piece must have

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -151,6 +152,38 @@ TEST(WireRun, CarriesTheFragmentsItsLengthCovers) {
   Reject why{};
   ASSERT_TRUE(Decode(one, one.size(), &fr, &why));
   EXPECT_EQ(fr.fragments, 1u);
+}
+
+// The engine decodes every frame into one Frame it keeps (Engine::decoded_): what a frame
+// held before must not show through a later successful decode.
+TEST(Wire, ADecodeOverwritesEveryFieldOfTheFrameItWritesTo) {
+  const uint32_t fs = 256;
+  const uint64_t total = 10 * fs + 17;
+  Bytes run = Encode(RunHeader(total, fs, 3, 5));
+  Bytes one = Encode(Header(total, fs, 10, kFlagCrc));
+  for (bool parts : {false, true}) {
+    auto decode = [&](const Bytes& b, Frame* out) {
+      Reject why{};
+      const std::span<const std::byte> all(b);
+      if (!parts) return decode_frame(all, out, &why);
+      FrameHeader h;
+      if (!decode_head(all.first(kHeaderSize), &h)) return false;
+      return decode_frame_parts(all.first(kHeaderSize), all.subspan(kHeaderSize, h.payload_len),
+                                all.subspan(kHeaderSize + h.payload_len), out, &why);
+    };
+    Frame fresh, reused;
+    ASSERT_TRUE(decode(one, &fresh)) << parts;
+    ASSERT_TRUE(decode(run, &reused)) << parts;
+    ASSERT_EQ(reused.fragments, 5u) << parts;
+    ASSERT_TRUE(decode(one, &reused)) << parts;
+    EXPECT_EQ(std::memcmp(&reused.header, &fresh.header, sizeof(FrameHeader)), 0) << parts;
+    EXPECT_EQ(reused.fragments, 1u) << parts;
+    EXPECT_EQ(reused.payload.data(), fresh.payload.data()) << parts;
+    EXPECT_EQ(reused.payload.size(), fresh.payload.size()) << parts;
+    EXPECT_EQ(reused.tag.data(), fresh.tag.data()) << parts;
+    EXPECT_EQ(reused.tag.size(), fresh.tag.size()) << parts;
+    EXPECT_EQ(reused.raw_header.data(), fresh.raw_header.data()) << parts;
+  }
 }
 
 TEST(WireRun, RejectsRunsThatAreNoWholeFragments) {
