@@ -72,11 +72,8 @@ Algorithm Group::Impl::request_algorithm(uint64_t request) const {
 Result<uint64_t> Group::Impl::engine_ibcast(uint32_t root, std::span<std::byte> span) {
   const std::size_t n = span.size();
   const uint32_t rank = engine_->identity().rank;
-  // Poll first so a failure notice already delivered is seen before posting; it comes by
-  // the reliable channel. The multicast socket is left to the wait's first poll, which reads
-  // what came early into place as well: a root's socket has nothing to read, and an empty
-  // recvmmsg on its path (a syscall of 1.5-2 us on this VM) slowed every broadcast.
-  IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0), false));
+  // Poll first so a failure notice already delivered is seen before posting.
+  IBBCAST_RETURN_IF_ERROR(progress(false, Nanos(0)));
   // Registered before the first send: the multicast channel sends from the
   // buffer. Only the root multicasts a broadcast's fragments; a receiver's
   // buffer is registered for the fragments to land in (land()).
@@ -169,10 +166,10 @@ Status Group::Impl::engine_wait(uint64_t request, const std::function<void()>& e
   }
 }
 
-Status Group::Impl::progress(bool block, Nanos max_wait, bool multicast) {
+Status Group::Impl::progress(bool block, Nanos max_wait) {
   Nanos now = monotonic_now();
   send_blocked_ = false;
-  bool busy = pump_receives(now, multicast);
+  bool busy = pump_receives(now);
   busy |= pump_sends(now);
   engine_->on_tick(monotonic_now());
   busy |= pump_sends(monotonic_now());
@@ -343,8 +340,8 @@ bool Group::Impl::pump_multicast(Nanos now) {
   return n != 0;
 }
 
-bool Group::Impl::pump_receives(Nanos now, bool multicast) {
-  bool did = multicast && mcast_ && pump_multicast(now);
+bool Group::Impl::pump_receives(Nanos now) {
+  bool did = mcast_ && pump_multicast(now);
   if (departed_) return did;
   std::array<P2pEvent, 32> events;
   std::size_t n = p2p_->poll(events);

@@ -58,9 +58,8 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   Status wait(uint64_t request);
 
   /// Runs the engine and channels once; with `block`, sleeps on the event fd up
-  /// to `max_wait` when there was nothing to do. Without `multicast`, the
-  /// multicast channel is not read.
-  Status progress(bool block, Nanos max_wait, bool multicast = true);
+  /// to `max_wait` when there was nothing to do.
+  Status progress(bool block, Nanos max_wait);
   /// progress() called by the application (Group::progress), which may next
   /// wait elsewhere for a peer: with no broadcast of this group pending, the
   /// channel goes back to its hand-off helper, as after the last broadcast.
@@ -163,7 +162,7 @@ class [[gnu::visibility("hidden")]] Group::Impl {
   bool flush_burst(Nanos now);
   /// Drops staged datagrams whose broadcast failed; true if any went.
   bool drop_failed_datagrams(Nanos now);
-  bool pump_receives(Nanos now, bool multicast);
+  bool pump_receives(Nanos now);
   bool pump_multicast(Nanos now);
   void sleep_until_event(Nanos max_wait);
   /// A broadcast of this group (the engine's or a node's) is not finished.
